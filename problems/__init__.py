@@ -1,0 +1,18 @@
+"""Benchmark problems for VaR optimization: values with a vectorized f(x, z) and certified optima."""
+
+from problems.base import Optimum, Problem
+from problems.distributions import DiscreteZ, TruncatedNormalZ, gaussian_grid
+from problems.registry import PROBLEMS, build_problem, get_problem
+from problems.risk import weighted_var
+
+__all__ = [
+    "PROBLEMS",
+    "DiscreteZ",
+    "Optimum",
+    "Problem",
+    "TruncatedNormalZ",
+    "build_problem",
+    "gaussian_grid",
+    "get_problem",
+    "weighted_var",
+]

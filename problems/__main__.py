@@ -1,0 +1,106 @@
+"""``python -m problems``: list the registered problems, or (re)certify their optima.
+
+    python -m problems                      # a table of every problem
+    python -m problems --json               # the same as a JSON list
+    python -m problems --check-optima       # recompute every optimum, compare with the table
+    python -m problems --write-optima [NAME ...]  # recompute and rewrite problems/optima.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from problems.distributions import DiscreteZ
+from problems.optima import load_table, search_problem, write_table
+from problems.registry import PROBLEMS, build_problem
+
+
+def _rows() -> list[dict]:
+    table = load_table()
+    rows = []
+    for name in PROBLEMS:
+        p = build_problem(name, with_optimum=False)
+        entry = table.get(name)
+        rows.append({
+            "name": name,
+            "d_x": p.d_x,
+            "d_z": p.d_z,
+            "z": p.z.size if isinstance(p.z, DiscreteZ) else "continuous",
+            "alpha": p.alpha,
+            "noise_std": p.noise_std,
+            "n_init": p.n_init,
+            "iterations": p.iterations,
+            "optimum_var": entry["var"]["value"] if entry else None,
+            "argmax_var": entry["var"]["argmax"] if entry else None,
+            "optimum_worst_case": entry["worst_case"]["value"] if entry else None,
+            "argmax_worst_case": entry["worst_case"]["argmax"] if entry else None,
+            "description": p.description,
+        })
+    return rows
+
+
+def _print_table(rows: list[dict]) -> None:
+    def fmt(v: object) -> str:
+        if isinstance(v, float):
+            return f"{v:.9g}"
+        if isinstance(v, list):
+            return "(" + ", ".join(f"{c:.6f}" for c in v) + ")"
+        return "-" if v is None else str(v)
+
+    columns = ["name", "d_x", "d_z", "z", "alpha", "noise_std", "n_init", "iterations",
+               "optimum_var", "argmax_var", "optimum_worst_case", "argmax_worst_case"]
+    cells = [[fmt(r[c]) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
+
+
+def _certify(names: list[str], write: bool) -> int:
+    table = load_table()
+    largest = 0.0
+    for name in names:
+        entry = search_problem(build_problem(name, with_optimum=False))
+        print(f"{name}: VaR* = {entry['var']['value']:.12f} at {entry['var']['argmax']}, "
+              f"worst case* = {entry['worst_case']['value']:.12f} ({entry['seconds']} s)",
+              flush=True)
+        if name in table:
+            largest = max(largest, *(abs(entry[k]["value"] - table[name][k]["value"])
+                                     for k in ("var", "worst_case")))
+        table[name] = entry
+    print(f"largest difference from the committed table: {largest:.3e}")
+    if write:
+        write_table(table)
+        return 0
+    return 0 if largest <= 1e-7 else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m problems", description=__doc__.split("\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    mode.add_argument("--check-optima", nargs="*", metavar="NAME",
+                      help="recompute optima (default: all) and compare with the table")
+    mode.add_argument("--write-optima", nargs="*", metavar="NAME",
+                      help="recompute optima (default: all) and rewrite problems/optima.json")
+    args = parser.parse_args(argv)
+    names = args.check_optima if args.check_optima is not None else args.write_optima
+    if names is not None:
+        unknown = sorted(set(names) - set(PROBLEMS))
+        if unknown:
+            print(f"python -m problems: error: unknown problem(s) {', '.join(unknown)}; "
+                  f"valid: {', '.join(PROBLEMS)}", file=sys.stderr)
+            return 2
+        return _certify(names or list(PROBLEMS), write=args.write_optima is not None)
+    rows = _rows()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        _print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

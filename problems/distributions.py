@@ -1,0 +1,155 @@
+"""Distributions of the environmental random variable Z.
+
+Two kinds, both frozen values:
+
+* :class:`DiscreteZ`: a finite support ``points`` (``n x d_z``) with probability ``masses`` (``n``).
+  VaR of f(x, Z) is exact: evaluate f on the support and take the weighted lower quantile.
+* :class:`TruncatedNormalZ`: independent coordinates, each N(mean, std^2) truncated to
+  [lower, upper]. VaR of f(x, Z) has no closed form; :meth:`TruncatedNormalZ.equal_mass_grid`
+  discretizes it into a product grid of equal-mass cells (used for the true VaR until the
+  continuous-Z problems bring their own quadrature).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from problems.risk import weighted_var
+
+
+@dataclass(frozen=True, eq=False)
+class DiscreteZ:
+    """A discrete Z: support points with probability masses.
+
+    Attributes:
+        points: ``n x d_z`` support, in [0, 1]-scaled coordinates.
+        masses: ``n`` probabilities summing to one.
+    """
+
+    points: Tensor
+    masses: Tensor
+
+    def __post_init__(self) -> None:
+        if self.points.ndim != 2 or self.masses.shape != self.points.shape[:1]:
+            raise ValueError("points must be n x d_z and masses n")
+        if (self.masses < 0).any() or not math.isclose(float(self.masses.sum()), 1.0, abs_tol=1e-9):
+            raise ValueError("masses must be non-negative and sum to one")
+
+    @property
+    def d_z(self) -> int:
+        return self.points.shape[-1]
+
+    @property
+    def size(self) -> int:
+        """|Dz|, the number of support points."""
+        return self.points.shape[0]
+
+    @property
+    def is_discrete(self) -> bool:
+        return True
+
+    @property
+    def min_mass(self) -> float:
+        """The smallest mass: any alpha at or below it makes VaR the minimum over the support."""
+        return float(self.masses.min())
+
+    def sample(self, n: int, generator: torch.Generator) -> Tensor:
+        """``n x d_z`` draws from p(z)."""
+        idx = torch.multinomial(self.masses, n, replacement=True, generator=generator)
+        return self.points[idx]
+
+    def sample_support(self, n: int, generator: torch.Generator) -> Tensor:
+        """``n x d_z`` support points drawn uniformly (the initial design covers the support)."""
+        idx = torch.randint(self.size, (n,), generator=generator)
+        return self.points[idx]
+
+    def var(self, values: Tensor, alpha: float) -> Tensor:
+        """VaR of ``values`` (``batch x n``, one column per support point) under the masses."""
+        return weighted_var(values, self.masses, alpha)
+
+
+def _ndtr(x: Tensor) -> Tensor:
+    return torch.special.ndtr(x)
+
+
+@dataclass(frozen=True, eq=False)
+class TruncatedNormalZ:
+    """Independent truncated normals, one per coordinate of Z.
+
+    Attributes:
+        d_z: dimension.
+        mean, std: location and scale of the untruncated normal (same on every coordinate).
+        lower, upper: truncation bounds (same on every coordinate).
+    """
+
+    d_z: int
+    mean: float = 0.5
+    std: float = 0.125
+    lower: float = 0.25
+    upper: float = 0.75
+    _cdf_bounds: tuple[float, float] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        a = float(_ndtr(torch.tensor((self.lower - self.mean) / self.std, dtype=torch.float64)))
+        b = float(_ndtr(torch.tensor((self.upper - self.mean) / self.std, dtype=torch.float64)))
+        object.__setattr__(self, "_cdf_bounds", (a, b))
+
+    @property
+    def is_discrete(self) -> bool:
+        return False
+
+    @property
+    def bounds(self) -> Tensor:
+        """``2 x d_z`` support box."""
+        return torch.tensor([[self.lower] * self.d_z, [self.upper] * self.d_z], dtype=torch.float64)
+
+    def icdf(self, u: Tensor) -> Tensor:
+        """Quantile function applied coordinate-wise to ``u`` in [0, 1]."""
+        a, b = self._cdf_bounds
+        return self.mean + self.std * torch.special.ndtri(a + u * (b - a))
+
+    def sample(self, n: int, generator: torch.Generator) -> Tensor:
+        """``n x d_z`` draws, by inverting the truncated CDF."""
+        u = torch.rand(n, self.d_z, generator=generator, dtype=torch.float64)
+        return self.icdf(u)
+
+    def sample_support(self, n: int, generator: torch.Generator) -> Tensor:
+        """``n x d_z`` points uniform on the support box (the initial design covers the support)."""
+        u = torch.rand(n, self.d_z, generator=generator, dtype=torch.float64)
+        return self.lower + (self.upper - self.lower) * u
+
+    def density(self, z: Tensor) -> Tensor:
+        """Joint density at ``z`` (``batch x d_z``); zero outside the support."""
+        a, b = self._cdf_bounds
+        std_normal = torch.exp(-0.5 * ((z - self.mean) / self.std) ** 2) / math.sqrt(2 * math.pi)
+        per_coord = std_normal / (self.std * (b - a))
+        inside = (z >= self.lower) & (z <= self.upper)
+        return torch.where(inside, per_coord, torch.zeros_like(per_coord)).prod(dim=-1)
+
+    def equal_mass_grid(self, n_per_axis: int) -> DiscreteZ:
+        """A product grid whose cells carry equal mass: the midpoint quantiles of each axis.
+
+        VaR of the gridded distribution converges to the true VaR as the grid grows (error of the
+        quantile level at most 1 / n_per_axis per axis).
+        """
+        u = (torch.arange(n_per_axis, dtype=torch.float64) + 0.5) / n_per_axis
+        axis = self.icdf(u)
+        mesh = torch.meshgrid(*([axis] * self.d_z), indexing="ij")
+        points = torch.stack([m.reshape(-1) for m in mesh], dim=-1)
+        masses = torch.full((points.shape[0],), 1.0 / points.shape[0], dtype=torch.float64)
+        return DiscreteZ(points, masses)
+
+
+def gaussian_grid(n_per_axis: int, d_z: int, center: float = 0.5, width: float = 0.1) -> DiscreteZ:
+    """The synthetic problems' discrete Z: ``linspace(0, 1, n)`` on each axis, masses proportional
+    to exp(-||z - center||^2 / width^2) (reference.md section 2)."""
+    axis = torch.linspace(0.0, 1.0, n_per_axis, dtype=torch.float64)
+    mesh = torch.meshgrid(*([axis] * d_z), indexing="ij")
+    points = torch.stack([m.reshape(-1) for m in mesh], dim=-1)
+    logits = -((points - center) ** 2).sum(-1) / width**2
+    masses = torch.softmax(logits, dim=0)
+    return DiscreteZ(points, masses)
