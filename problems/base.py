@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 
 from problems.distributions import DiscreteZ, TruncatedNormalZ
+from problems.seeding import generator
 
 ZDistribution = DiscreteZ | TruncatedNormalZ
 
@@ -93,3 +94,20 @@ class Problem:
     def worst_case(self, x: Tensor) -> Tensor:
         """min over the support of f(x, z), ``batch x d_x`` -> ``batch``."""
         return self.support_values(x).min(dim=-1).values
+
+    def initial_design(self, seed: int) -> tuple[Tensor, Tensor]:
+        """The initial design of run ``seed``: ``n_init x d_x`` and ``n_init x d_z``.
+
+        Depends on (problem name, seed) only, so every algorithm starts from the same points: x
+        uniform on [0, 1]^d_x, z uniform over the support of Z (points for a discrete Z, the box for
+        a continuous one), so that the first model sees the whole range of z.
+        """
+        g = generator(self.name, seed, "initial-design")
+        x = torch.rand(self.n_init, self.d_x, generator=g, dtype=torch.float64)
+        z = self.z.sample_support(self.n_init, g)
+        return x, z
+
+    def observe(self, x: Tensor, z: Tensor, noise: Tensor) -> Tensor:
+        """Noisy observations y = f(x, z) + noise_std * noise, all of shape ``batch``."""
+        return self.f(x, z) + self.noise_std * noise
+

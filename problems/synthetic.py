@@ -7,11 +7,28 @@ Goldstein-Price, so it is written out here from its textbook formula.
 
 from __future__ import annotations
 
+import torch
 from botorch.test_functions.synthetic import Branin, Hartmann
 from torch import Tensor
 
-_BRANIN = Branin()
-_HARTMANN3 = Hartmann(dim=3)
+
+def _in_float64(factory):
+    """Build a BoTorch test function with float64 constants.
+
+    BoTorch registers Hartmann's constants with ``torch.tensor(...)`` at the *default* dtype, and
+    ``.to(float64)`` afterwards keeps their float32 rounding, which moves f by about 1e-9: enough to
+    make a certified optimum depend on the default dtype at import time.
+    """
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return factory()
+    finally:
+        torch.set_default_dtype(previous)
+
+
+_BRANIN = _in_float64(Branin)
+_HARTMANN3 = _in_float64(lambda: Hartmann(dim=3))
 
 
 def branin(X: Tensor) -> Tensor:

@@ -1,0 +1,28 @@
+"""Random search: x uniform on [0, 1]^d_x, z drawn from Z; recommends like V-UCB.
+
+With the GP-based recommendation this is a strong floor on a one-dimensional x: every method must
+beat it to be worth its cost.
+"""
+
+from __future__ import annotations
+
+import torch
+from botorch.models import SingleTaskGP
+from torch import Tensor
+
+from algorithms.base import Algorithm, Proposal, Recommendation
+from algorithms.vucb import recommend_by_mean_var
+
+
+class RandomSearch(Algorithm):
+    """Uniform x, z ~ p(z). No options."""
+
+    name = "random"
+
+    def propose(self, model: SingleTaskGP, t: int) -> Proposal:
+        x = torch.rand(self.problem.d_x, generator=self.rng, dtype=torch.float64)
+        z = self.problem.z.sample(1, self.rng)[0]
+        return Proposal(x, z, {})
+
+    def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
+        return recommend_by_mean_var(self.problem, model, self.observed_x(train_X))

@@ -1,0 +1,21 @@
+"""The registry of algorithms: a plain dict of names to factories.
+
+A factory is called as ``factory(problem, seed_root, **options)`` and returns an
+:class:`algorithms.base.Algorithm`. To add an algorithm, subclass it and add one entry here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from algorithms.base import Algorithm
+from algorithms.random_search import RandomSearch
+from algorithms.stableopt import StableOpt
+from algorithms.vucb import VUCBProb, VUCBUnif
+
+ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
+    "vucb-unif": VUCBUnif,
+    "vucb-prob": VUCBProb,
+    "stableopt": StableOpt,
+    "random": RandomSearch,
+}

@@ -1,0 +1,173 @@
+"""One cell of a grid: one (problem, algorithm, seed) BO run, as a pure function of its spec.
+
+``run_cell(spec)`` touches no Ray and writes nothing; it returns the per-iteration rows and the
+metadata that :mod:`harness.store` writes to Parquet. Same spec, same rows (timings aside).
+
+The loop:
+
+* iteration 0: the initial design (from (problem, seed) only), a maximum-likelihood fit, a
+  recommendation;
+* iteration t = 1..T: ``propose`` (x_t, z_t) with the model of the data up to t - 1, observe
+  y_t = f(x_t, z_t) + noise, update the model (maximum-likelihood fit when t is a multiple of
+  ``FIT_EVERY``, otherwise the new data with the hyperparameters kept), ``recommend``.
+
+The observation noise is drawn from its own stream of (problem, seed), one draw per observation in
+order, so every algorithm of a seed sees the same noise sequence (common random numbers).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from algorithms import ALGORITHMS
+from algorithms.gp import fit_gp
+from problems import DiscreteZ, get_problem
+from problems.seeding import derive_seed, generator
+
+FIT_EVERY = 3
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """Everything that determines a cell's rows.
+
+    Attributes:
+        problem, algorithm: registry names.
+        seed: run index (>= 0); with the problem it fixes the initial design and the noise.
+        iterations: BO iterations after the initial design (default: the problem's).
+        alpha: risk level (default: the problem's).
+        options: algorithm options, as sorted (name, value) pairs so the spec stays hashable.
+    """
+
+    problem: str
+    algorithm: str
+    seed: int
+    iterations: int | None = None
+    alpha: float | None = None
+    options: tuple[tuple[str, object], ...] = field(default_factory=tuple)
+
+    def to_json(self) -> str:
+        """Canonical JSON: equal specs give equal strings (the cell's identity in the store)."""
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @staticmethod
+    def make(problem: str, algorithm: str, seed: int, iterations: int | None = None,
+             alpha: float | None = None, options: dict | None = None) -> CellSpec:
+        return CellSpec(problem, algorithm, seed, iterations, alpha,
+                        tuple(sorted((options or {}).items())))
+
+
+@dataclass
+class CellResult:
+    """The rows of a cell (one dict per iteration) and its metadata."""
+
+    rows: list[dict]
+    metadata: dict
+
+
+def _target(problem, algorithm_name: str) -> str:
+    """Which optimum a cell's regret is measured against."""
+    if algorithm_name == "stableopt":
+        return "worst_case"
+    if isinstance(problem.z, DiscreteZ) and problem.alpha <= problem.z.min_mass:
+        return "worst_case"  # VaR below the smallest mass is the minimum over the support
+    return "var"
+
+
+def run_cell(spec: CellSpec) -> CellResult:
+    """Run one cell; see the module docstring. Raises on bad names or options."""
+    problem = get_problem(spec.problem, spec.alpha)
+    if spec.algorithm not in ALGORITHMS:
+        raise KeyError(f"unknown algorithm {spec.algorithm!r}; valid: {', '.join(ALGORITHMS)}")
+    seed_root = derive_seed(spec.problem, spec.seed)
+    algorithm = ALGORITHMS[spec.algorithm](problem, seed_root, **dict(spec.options))
+    iterations = problem.iterations if spec.iterations is None else spec.iterations
+    target = _target(problem, spec.algorithm)
+    optimum = problem.optimum
+    assert optimum is not None
+    optimum_value = optimum.var if target == "var" else optimum.worst_case
+    noise = generator(spec.problem, spec.seed, "noise")
+    fit_rng = generator(seed_root, "gp-fit")
+
+    start = time.perf_counter()
+    x0, z0 = problem.initial_design(spec.seed)
+    y0 = problem.observe(x0, z0, torch.randn(problem.n_init, generator=noise, dtype=torch.float64))
+    train_X = torch.cat([x0, z0], dim=-1)
+    train_Y = y0.unsqueeze(-1)
+    t0 = time.perf_counter()
+    model, report = fit_gp(train_X, train_Y, None, refit=True, generator=fit_rng)
+    t_fit = time.perf_counter() - t0
+
+    rows: list[dict] = []
+    best_lower, x_theory = -math.inf, None
+
+    def true_values(x: torch.Tensor) -> tuple[float, float]:
+        xb = x.unsqueeze(0)
+        return float(problem.var(xb)[0]), float(problem.worst_case(xb)[0])
+
+    for t in range(iterations + 1):
+        row: dict = {"iteration": t, "x": [], "z": [], "y": None}
+        info: dict = {}
+        if t > 0:
+            t0 = time.perf_counter()
+            proposal = algorithm.propose(model, t)
+            row["t_acq_s"] = time.perf_counter() - t0
+            info = proposal.info
+            t0 = time.perf_counter()
+            y = problem.observe(proposal.x, proposal.z,
+                                torch.randn((), generator=noise, dtype=torch.float64))
+            row["t_eval_s"] = time.perf_counter() - t0
+            row.update(x=proposal.x.tolist(), z=proposal.z.tolist(), y=float(y))
+            train_X = torch.cat([train_X, torch.cat([proposal.x, proposal.z]).unsqueeze(0)])
+            train_Y = torch.cat([train_Y, y.reshape(1, 1)])
+            t0 = time.perf_counter()
+            model, report = fit_gp(train_X, train_Y, model, refit=t % FIT_EVERY == 0,
+                                   generator=fit_rng)
+            t_fit = time.perf_counter() - t0
+            if info.get("var_lower") is not None and info["var_lower"] > best_lower:
+                best_lower, x_theory = info["var_lower"], proposal.x
+        t0 = time.perf_counter()
+        recommendation = algorithm.recommend(model, train_X)
+        row["t_rec_s"] = time.perf_counter() - t0
+        var_rec, worst_rec = true_values(recommendation.x)
+        achieved = var_rec if target == "var" else worst_rec
+        row.update(
+            x_rec=recommendation.x.tolist(),
+            var_rec=var_rec,
+            worst_rec=worst_rec,
+            regret=optimum_value - achieved,
+            var_mean_rec=recommendation.info.get("var_mean_rec"),
+            beta=info.get("beta"),
+            lv_count=info.get("lv_count"),
+            var_upper=info.get("var_upper"),
+            var_lower=info.get("var_lower"),
+            t_fit_s=t_fit,
+            fit_refit=report.refit,
+            fit_ok=report.ok,
+            fit_message=report.message,
+            n_obs=int(train_X.shape[0]),
+        )
+        if x_theory is not None:
+            var_th, worst_th = true_values(x_theory)
+            row.update(x_rec_theory=x_theory.tolist(),
+                       regret_theory=optimum_value - (var_th if target == "var" else worst_th))
+        rows.append(row)
+
+    for row in rows:
+        row.update(problem=spec.problem, algorithm=spec.algorithm, seed=spec.seed,
+                   alpha=problem.alpha, target=target, optimum=optimum_value)
+    metadata = {
+        "spec": json.loads(spec.to_json()),
+        "target": target,
+        "optimum": {"value": optimum_value, "var": optimum.var, "argmax_var": optimum.argmax_var,
+                    "worst_case": optimum.worst_case,
+                    "argmax_worst_case": optimum.argmax_worst_case},
+        "iterations": iterations,
+        "wall_time_s": time.perf_counter() - start,
+    }
+    return CellResult(rows, metadata)

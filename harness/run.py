@@ -1,0 +1,132 @@
+"""``python -m harness.run``: run BO cells and store their rows as Parquet.
+
+One cell, without Ray:
+
+    python -m harness.run --problem branin-1-1-discrete --algorithm vucb-prob --seed 0 --out results/demo
+
+Bad input (unknown names, alpha outside (0, 1), negative seed or iterations, an --out that cannot
+be written) gives a one-line error and exit code 2, before anything is computed or written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from algorithms import ALGORITHMS
+from harness.cell import CellSpec, run_cell
+from harness.store import write_cell
+from problems import PROBLEMS, get_problem
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """Bad user input: reported as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump
+        raise UsageError(message)
+
+
+def _parse_option(text: str) -> tuple[str, object]:
+    if "=" not in text:
+        raise UsageError(f"--option expects NAME=VALUE, got {text!r}")
+    name, raw = text.split("=", 1)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return name.strip(), value
+
+
+def _check_writable(out: Path) -> None:
+    """Create ``out`` if needed and prove a file can be written there (then remove it)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+            pass
+    except OSError as error:
+        raise UsageError(f"--out {out} is not writable: {error.strerror or error}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m harness.run", description="Run a VaR BO cell.")
+    parser.add_argument("--problem", required=True, help=f"one of: {', '.join(PROBLEMS)}")
+    parser.add_argument("--algorithm", required=True, help=f"one of: {', '.join(ALGORITHMS)}")
+    parser.add_argument("--seed", type=int, default=0, help="run index, >= 0 (default 0)")
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="BO iterations after the initial design (default: the problem's)")
+    parser.add_argument("--alpha", type=float, default=None,
+                        help="risk level in (0, 1) (default: the problem's)")
+    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                        help="algorithm option, repeatable (VALUE parsed as JSON if it can be)")
+    parser.add_argument("--out", type=Path, default=Path("results/single"),
+                        help="results folder (default results/single)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1, as in the grid, so results match it)")
+    return parser
+
+
+def validate(args: argparse.Namespace) -> CellSpec:
+    """The cell spec of the parsed arguments, or :class:`UsageError` with the reason."""
+    if args.problem not in PROBLEMS:
+        raise UsageError(f"unknown problem {args.problem!r}; valid: {', '.join(PROBLEMS)}")
+    if args.algorithm not in ALGORITHMS:
+        raise UsageError(f"unknown algorithm {args.algorithm!r}; valid: {', '.join(ALGORITHMS)}")
+    if args.seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {args.seed}")
+    if args.iterations is not None and args.iterations < 0:
+        raise UsageError(f"--iterations must be >= 0, got {args.iterations}")
+    if args.alpha is not None and not (0.0 < args.alpha < 1.0 and math.isfinite(args.alpha)):
+        raise UsageError(f"--alpha must lie in (0, 1), got {args.alpha}")
+    if args.threads < 1:
+        raise UsageError(f"--threads must be >= 1, got {args.threads}")
+    options = dict(_parse_option(o) for o in args.option)
+    spec = CellSpec.make(args.problem, args.algorithm, args.seed, args.iterations, args.alpha,
+                         options)
+    problem = get_problem(args.problem, args.alpha)
+    try:  # building the algorithm validates its options before any compute
+        ALGORITHMS[args.algorithm](problem, 0, **options)
+    except (TypeError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    return spec
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        spec = validate(args)
+        _check_writable(args.out)
+    except UsageError as error:
+        print(f"harness.run: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    torch.set_num_threads(args.threads)
+    start = time.perf_counter()
+    result = run_cell(spec)
+    path = write_cell(args.out, spec, result)
+    last = result.rows[-1]
+    acq = sorted(r["t_acq_s"] for r in result.rows if r.get("t_acq_s") is not None)
+    median_acq = acq[len(acq) // 2] if acq else math.nan
+    regret = last["regret"]
+    log_regret = math.log10(regret) if regret > 0 else float("-inf")
+    print(f"{spec.problem} / {spec.algorithm} / seed {spec.seed}: {last['iteration']} iterations, "
+          f"final regret {regret:.3e} (log10 {log_regret:.2f}, target {last['target']}), "
+          f"median acquisition {median_acq:.3f} s, wall {time.perf_counter() - start:.1f} s")
+    print(f"wrote {os.path.relpath(path)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

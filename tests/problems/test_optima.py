@@ -1,0 +1,84 @@
+"""The committed optima: recomputed by the documented search, and never beaten by random x."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from problems import PROBLEMS, build_problem, get_problem
+from problems.optima import OPTIMA_FILE, load_table, search_problem
+
+NAMES = list(PROBLEMS)
+
+
+def test_table_covers_every_problem_and_names_its_command() -> None:
+    payload = json.loads(OPTIMA_FILE.read_text())
+    assert payload["command"] == "python -m problems --write-optima"
+    assert set(payload["problems"]) == set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_search_reproduces_the_table(name: str) -> None:
+    stored = load_table()[name]
+    fresh = search_problem(build_problem(name, with_optimum=False))
+    for key in ("var", "worst_case"):
+        assert abs(fresh[key]["value"] - stored[key]["value"]) <= 1e-7
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stored_values_are_attained_at_stored_maximizers(name: str) -> None:
+    p = build_problem(name)
+    assert float(p.var(torch.tensor([p.optimum.argmax_var]))[0]) == pytest.approx(
+        p.optimum.var, abs=1e-12)
+    assert float(p.worst_case(torch.tensor([p.optimum.argmax_worst_case]))[0]) == pytest.approx(
+        p.optimum.worst_case, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_random_point_beats_the_stored_optimum(name: str) -> None:
+    p = build_problem(name)
+    x = torch.rand(100_000, p.d_x, generator=torch.Generator().manual_seed(7))
+    var = torch.cat([p.var(c) for c in x.split(10_000)])
+    worst = torch.cat([p.worst_case(c) for c in x.split(10_000)])
+    assert float(var.max()) <= p.optimum.var
+    assert float(worst.max()) <= p.optimum.worst_case
+
+
+def test_no_point_near_the_maximizer_beats_it() -> None:
+    # a fine local scan (step 1e-8) around the stored maximizer, where a sloppy search would lose
+    p = build_problem("branin-1-1-discrete")
+    x0 = p.optimum.argmax_var[0]
+    x = torch.linspace(x0 - 1e-5, x0 + 1e-5, 2001).unsqueeze(-1)
+    assert float(p.var(x).max()) <= p.optimum.var + 1e-15
+
+
+def test_alpha_below_the_smallest_mass_gives_the_worst_case_target() -> None:
+    p = get_problem("branin-1-1-discrete", 1e-14)
+    assert p.alpha == 1e-14
+    assert p.optimum.var == p.optimum.worst_case == build_problem("branin-1-1-discrete").optimum.worst_case
+
+
+def test_other_alpha_is_searched() -> None:
+    p = get_problem("branin-1-1-discrete", 0.3)
+    x = torch.rand(20_000, 1, generator=torch.Generator().manual_seed(0))
+    assert float(p.var(x).max()) <= p.optimum.var
+    assert p.optimum.var > build_problem("branin-1-1-discrete").optimum.var  # VaR grows with alpha
+
+
+def test_cli_lists_every_problem_as_json() -> None:
+    out = subprocess.run([sys.executable, "-m", "problems", "--json"], capture_output=True,
+                         text=True, check=True).stdout
+    rows = json.loads(out)
+    assert [r["name"] for r in rows] == NAMES
+    for r in rows:
+        assert {"name", "d_x", "d_z", "alpha", "optimum_var", "argmax_var", "optimum_worst_case",
+                "argmax_worst_case"} <= set(r)
+
+
+def test_cli_rejects_unknown_names_in_one_line() -> None:
+    run = subprocess.run([sys.executable, "-m", "problems", "--check-optima", "nope"],
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    assert len(run.stderr.strip().splitlines()) == 1 and "nope" in run.stderr
