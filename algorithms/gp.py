@@ -37,7 +37,6 @@ LENGTHSCALE_BOUNDS = (5e-2, 1e1)
 OUTPUTSCALE_BOUNDS = (1e-2, 1e2)
 #: Hyperparameters a fit starts from (also the reset on a failed fit).
 INITIAL_HYPERS = {"lengthscale": 0.3, "outputscale": 1.0, "noise": 1e-2}
-MAX_FIT_ATTEMPTS = 3
 
 
 def make_gp(train_X: Tensor, train_Y: Tensor) -> SingleTaskGP:
@@ -103,6 +102,26 @@ class FitReport:
     message: str = ""
 
 
+def _fit_from(model: SingleTaskGP) -> tuple[float, str]:
+    """One maximum-likelihood fit of ``model`` from its current hyperparameters.
+
+    Returns the final marginal log likelihood (per point, as GPyTorch reports it) and the last
+    optimizer warning ('' if none). Raises whatever the fit raises.
+    """
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # One attempt per call: the caller decides how to restart, deterministically.
+        fit_gpytorch_mll(mll, max_attempts=1)
+    bad = [w for w in caught if type(w.message).__name__ in ("OptimizationWarning",
+                                                              "NumericalWarning")]
+    mll.train()
+    with torch.no_grad():
+        value = float(mll(model(*model.train_inputs), model.train_targets))
+    model.eval()
+    return value, str(bad[-1].message).splitlines()[0] if bad else ""
+
+
 def fit_gp(
     train_X: Tensor,
     train_Y: Tensor,
@@ -112,45 +131,56 @@ def fit_gp(
 ) -> tuple[SingleTaskGP, FitReport]:
     """The model for the data ``train_X`` (``n x d``), ``train_Y`` (``n x 1``).
 
-    With ``refit`` (or no previous model) the hyperparameters are fit by maximum likelihood, starting
-    from the previous ones if any; a failed fit is retried from :data:`INITIAL_HYPERS` with a
-    lengthscale jitter drawn from ``generator``, and if every attempt fails the previous
-    hyperparameters are kept and the failure is reported. Without ``refit`` the model is rebuilt on
-    the new data with the previous hyperparameters (standardization recomputed).
+    Without ``refit`` (and with a previous model) the model is rebuilt on the new data with the
+    previous hyperparameters, only the standardization recomputed.
+
+    With ``refit`` the hyperparameters are fit by maximum likelihood from two starts, the
+    previous hyperparameters (if any) and :data:`INITIAL_HYPERS`, keeping the higher likelihood.
+    The second start matters: a fit on three to six points often ends at an interpolating optimum
+    (noise at its bound, short lengthscales), and a fit warm-started there alone stays there long
+    after the data would support the smooth one. A start that raises is retried once from
+    :data:`INITIAL_HYPERS` with a lengthscale jitter drawn from ``generator``; if nothing succeeds,
+    the previous hyperparameters are kept and the failure is reported, never hidden.
     """
-    model = make_gp(train_X, train_Y)
-    if previous is not None:
-        copy_hypers(previous, model)
     if not refit and previous is not None:
+        model = make_gp(train_X, train_Y)
+        copy_hypers(previous, model)
         model.eval()
         return model, FitReport(refit=False)
-    message = ""
-    for attempt in range(1, MAX_FIT_ATTEMPTS + 1):
-        if attempt > 1:
-            jitter = torch.exp(0.5 * torch.randn(train_X.shape[-1], generator=generator,
-                                                 dtype=train_X.dtype))
-            set_hypers(model, {**INITIAL_HYPERS,
-                               "lengthscale": INITIAL_HYPERS["lengthscale"] * jitter})
-        mll = ExactMarginalLogLikelihood(model.likelihood, model)
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                # One attempt per call: our own retry loop decides how to restart, deterministically.
-                fit_gpytorch_mll(mll, max_attempts=1)
-            bad = [w for w in caught if "OptimizationWarning" in type(w.message).__name__
-                   or "NumericalWarning" in type(w.message).__name__]
-            if bad:
-                message = str(bad[-1].message).splitlines()[0]
-            model.eval()
-            return model, FitReport(refit=True, ok=True, attempts=attempt, message=message)
-        except Exception as error:  # any failure of the fit is retried and reported
-            message = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-    if previous is not None:
-        copy_hypers(previous, model)
-    else:
-        set_hypers(model, INITIAL_HYPERS)
-    model.eval()
-    return model, FitReport(refit=True, ok=False, attempts=MAX_FIT_ATTEMPTS, message=message)
+    starts: list[SingleTaskGP | None] = [None] if previous is None else [previous, None]
+    best: tuple[float, SingleTaskGP] | None = None
+    messages, attempts, failures = [], 0, 0
+    for start in starts:
+        for retry in range(2):
+            model = make_gp(train_X, train_Y)
+            if start is not None and retry == 0:
+                copy_hypers(start, model)
+            elif retry == 1:
+                jitter = torch.exp(0.5 * torch.randn(train_X.shape[-1], generator=generator,
+                                                     dtype=train_X.dtype))
+                set_hypers(model, {**INITIAL_HYPERS,
+                                   "lengthscale": INITIAL_HYPERS["lengthscale"] * jitter})
+            attempts += 1
+            try:
+                value, message = _fit_from(model)
+            except Exception as error:  # any failure of the fit is retried and reported
+                failures += 1
+                messages.append(f"{type(error).__name__}: {str(error).splitlines()[0]}"
+                                if str(error) else type(error).__name__)
+                continue
+            if message:
+                messages.append(message)
+            if math.isfinite(value) and (best is None or value > best[0]):
+                best = (value, model)
+            break
+    if best is None:
+        model = make_gp(train_X, train_Y)
+        if previous is not None:
+            copy_hypers(previous, model)
+        model.eval()
+        return model, FitReport(refit=True, ok=False, attempts=attempts, message=messages[-1])
+    return best[1], FitReport(refit=True, ok=True, attempts=attempts,
+                              message=messages[-1] if messages else "")
 
 
 def beta_paper(t: int) -> float:
