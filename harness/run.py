@@ -4,6 +4,12 @@ One cell, without Ray:
 
     python -m harness.run --problem branin-1-1-discrete --algorithm vucb-prob --seed 0 --out results/demo
 
+A grid, on Ray (see :mod:`harness.grid_cli` and README, "Grids"):
+
+    python -m harness.run --grid paper [--out DIR] [--seeds N] [--iterations T] [--only PATTERN]
+        [--address ADDR] [--num-cpus N] [--dry-run] [--retry-failed] [--force]
+    python -m harness.run --list
+
 Bad input (unknown names, alpha outside (0, 1), negative seed or iterations, an --out that cannot
 be written) gives a one-line error and exit code 2, before anything is computed or written.
 """
@@ -104,7 +110,16 @@ def validate(args: argparse.Namespace) -> CellSpec:
     return spec
 
 
+def _is_grid_command(argv: list[str]) -> bool:
+    return any(a in ("--grid", "--list") or a.startswith("--grid=") for a in argv)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if _is_grid_command(argv):
+        from harness.grid_cli import main as grid_main  # imports Ray only for grids
+
+        return grid_main(argv)
     try:
         args = build_parser().parse_args(argv)
         spec = validate(args)

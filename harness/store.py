@@ -1,6 +1,8 @@
 """The results store: one Parquet file per cell, written atomically.
 
-Layout: ``OUT/<problem>/<algorithm>/seed<seed>-<spec hash>.parquet``. The hash covers the full cell
+Layout: ``OUT/<problem>/<algorithm>/seed<seed>-<spec hash>.parquet``; failure records (JSON, kept
+apart from results) at ``OUT/_failed/<problem>/<algorithm>/seed<seed>-<spec hash>.json``; the grid's
+list of cells at ``OUT/_grid.json``. The hash covers the full cell
 spec, so a changed spec (iterations, alpha, options) is never mistaken for a finished cell. Each file
 is written to a '.'-prefixed temporary name in the same folder and then renamed over its final name,
 so a crash leaves either the complete file or nothing (readers skip '.'-prefixed files).
@@ -11,14 +13,17 @@ algorithm, so a folder of them reads as one table without type-merge errors.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
 import subprocess
+from dataclasses import asdict
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -106,13 +111,144 @@ def write_atomic(table: pa.Table, path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def write_cell(out: Path, spec: CellSpec, result: CellResult) -> Path:
-    """Write one finished cell under ``out``; returns its path."""
+def write_cell(out: Path, spec: CellSpec, result: CellResult, provenance_info: dict | None = None) -> Path:
+    """Write one finished cell under ``out``; returns its path. ``provenance_info`` defaults to
+    :func:`provenance` (a grid computes it once and passes it)."""
     path = cell_path(out, spec)
-    write_atomic(to_table(result, {"provenance": provenance()}), path)
+    info = provenance() if provenance_info is None else provenance_info
+    write_atomic(to_table(result, {"provenance": info}), path)
     return path
 
 
 def read_metadata(path: Path) -> dict:
     """The ``varbo`` metadata of a cell file."""
     return json.loads(pq.read_schema(path).metadata[b"varbo"])
+
+
+# ---------------------------------------------------------------------------------------------------
+# failures, the grid manifest, stale temporary files
+
+FAILED_DIR = "_failed"
+MANIFEST = "_grid.json"
+
+
+def failure_path(out: Path, spec: CellSpec) -> Path:
+    """Where the failure record of a cell lives (a '_'-prefixed folder: readers skip it)."""
+    return out / FAILED_DIR / spec.problem / spec.algorithm / f"seed{spec.seed}-{spec_hash(spec)}.json"
+
+
+def _write_text_atomic(text: str, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_failure(out: Path, spec: CellSpec, message: str, traceback_text: str, extra: dict) -> Path:
+    """Record that a cell raised: its spec, the one-line message and the full traceback."""
+    path = failure_path(out, spec)
+    record = {"spec": json.loads(spec.to_json()), "spec_hash": spec_hash(spec), "message": message,
+              "traceback": traceback_text, **extra}
+    _write_text_atomic(json.dumps(record, indent=1), path)
+    return path
+
+
+def read_failure(path: Path) -> dict:
+    """A failure record written by :func:`write_failure`."""
+    return json.loads(path.read_text())
+
+
+def clear_failure(out: Path, spec: CellSpec) -> None:
+    """Remove a cell's failure record (it has now succeeded) and the folders it leaves empty."""
+    path = failure_path(out, spec)
+    path.unlink(missing_ok=True)
+    for folder in (path.parent, path.parent.parent, out / FAILED_DIR):
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only succeeds when empty
+
+
+def write_manifest(out: Path, grid_name: str, specs: list[CellSpec]) -> None:
+    """Record the grid's full list of cells, so that ``harness.status`` can count the missing ones."""
+    data = {"grid": grid_name, "cells": [asdict(s) for s in specs]}
+    _write_text_atomic(json.dumps(data, separators=(",", ":")), out / MANIFEST)
+
+
+def read_manifest(out: Path) -> tuple[str, list[CellSpec]] | None:
+    """The grid name and cells recorded by :func:`write_manifest`, or None."""
+    path = out / MANIFEST
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    specs = [CellSpec(c["problem"], c["algorithm"], c["seed"], c["iterations"], c["alpha"],
+                      tuple((k, v) for k, v in c["options"])) for c in data["cells"]]
+    return data["grid"], specs
+
+
+def remove_stale_temporaries(out: Path) -> int:
+    """Delete '.'-prefixed ``*.tmp`` files left by a killed writer (its pid no longer runs)."""
+    removed = 0
+    for tmp in out.rglob(".*.tmp"):
+        try:
+            pid = int(tmp.name.rsplit(".", 2)[-2])
+            os.kill(pid, 0)
+            continue  # its writer is alive
+        except (ValueError, IndexError, ProcessLookupError):
+            pass
+        except PermissionError:
+            continue  # alive, another user's
+        tmp.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
+# ---------------------------------------------------------------------------------------------------
+# reading
+
+
+def _visible(path: Path, out: Path) -> bool:
+    return not any(part.startswith((".", "_")) for part in path.relative_to(out).parts)
+
+
+def result_files(out: Path) -> list[Path]:
+    """Every finished cell file under ``out`` (skipping '.'- and '_'-prefixed names), sorted."""
+    if not out.is_dir():
+        return []
+    return sorted(p for p in out.rglob("*.parquet") if _visible(p, out))
+
+
+def failure_files(out: Path) -> list[Path]:
+    """Every failure record under ``out``."""
+    folder = out / FAILED_DIR
+    return sorted(folder.rglob("*.json")) if folder.is_dir() else []
+
+
+def read_results(out: Path | str) -> pd.DataFrame:
+    """Every finished cell under ``out`` as one DataFrame: the columns of :data:`ROW_SCHEMA` plus
+    ``spec_hash`` (the file's, which tells apart cells that differ in iterations, alpha or options),
+    ``iterations`` (the cell's planned count) and ``options`` (canonical JSON of its options).
+
+    Files are read one by one with the fixed schema and concatenated, so no type merging or
+    partition inference happens (pandas 3 / pyarrow 26 safe). An empty folder gives an empty frame
+    with these columns.
+    """
+    out = Path(out)
+    tables = []
+    for path in result_files(out):
+        table = pq.read_table(path, schema=ROW_SCHEMA)
+        meta = json.loads(table.schema.metadata[b"varbo"]) if table.schema.metadata else {}
+        n = table.num_rows
+        spec = meta.get("spec", {})
+        table = table.replace_schema_metadata(None)
+        table = table.append_column("spec_hash", pa.array([path.stem.rsplit("-", 1)[-1]] * n, pa.string()))
+        table = table.append_column("iterations", pa.array([meta.get("iterations")] * n, pa.int64()))
+        options = json.dumps(dict(spec.get("options", [])), sort_keys=True)
+        table = table.append_column("options", pa.array([options] * n, pa.string()))
+        tables.append(table)
+    if not tables:
+        schema = ROW_SCHEMA.append(pa.field("spec_hash", pa.string())).append(
+            pa.field("iterations", pa.int64())).append(pa.field("options", pa.string()))
+        return schema.empty_table().to_pandas()
+    return pa.concat_tables(tables).to_pandas()

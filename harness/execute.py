@@ -1,0 +1,164 @@
+"""Run a list of cells as Ray tasks; the driver writes each finished cell at once, atomically.
+
+* Each cell is a task with ``num_cpus=1`` that sets torch to one thread inside (Ray reuses worker
+  processes and sets OMP_NUM_THREADS only when unset) and returns the rows, or the exception's
+  message and traceback: an exception inside a cell never stops the grid.
+* At most ``max_in_flight`` tasks are submitted at a time (twice the cluster's CPUs by default), the
+  most expensive first, so that the slow cells do not form the tail.
+* A ``ray.wait`` loop writes each finished cell (``harness.store``: temp name, then rename), so a
+  cluster needs no shared filesystem, and a killed driver loses only the cells in flight.
+* Ctrl-C cancels the tasks in flight and returns; nothing partial is left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import ray
+from tqdm import tqdm
+
+from harness.cell import CellResult, CellSpec, run_cell
+from harness.grid import cell_label
+from harness.store import clear_failure, provenance, write_cell, write_failure
+
+
+@dataclass
+class Outcome:
+    """What a run did: labels of the cells written, failed, and left unrun (interrupted)."""
+
+    done: list[CellSpec] = field(default_factory=list)
+    failed: list[CellSpec] = field(default_factory=list)
+    unrun: list[CellSpec] = field(default_factory=list)
+    interrupted: bool = False
+    wall_s: float = 0.0
+    cell_s: float = 0.0  # sum of the cells' own wall times (inside the tasks)
+    ray_start_s: float = 0.0
+
+
+def _execute_cell(spec: CellSpec, cell_fn: Callable[[CellSpec], CellResult]) -> dict:
+    """The body of a task: one thread, the cell, and its result or its error (never raises)."""
+    import torch
+
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    try:
+        result = cell_fn(spec)
+    except Exception as error:  # recorded, the grid goes on
+        message = f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
+        return {"ok": False, "message": message, "traceback": traceback.format_exc(),
+                "host": socket.gethostname(), "pid": os.getpid(),
+                "seconds": time.perf_counter() - start}
+    return {"ok": True, "result": result, "seconds": time.perf_counter() - start}
+
+
+_remote_cell = ray.remote(num_cpus=1, max_retries=0)(_execute_cell)
+
+
+def start_ray(address: str | None, num_cpus: int | None) -> float:
+    """Join the cluster at ``address``, or start a local Ray with ``num_cpus`` CPUs (default: all);
+    returns the seconds it took. Quiet: no dashboard, no worker output copied to the terminal."""
+    start = time.perf_counter()
+    if ray.is_initialized():
+        return 0.0
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    kwargs = {"logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": True}
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, **kwargs)
+    return time.perf_counter() - start
+
+
+def _format_eta(seconds: float) -> str:
+    if seconds != seconds or seconds == float("inf"):
+        return "?"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None,
+              max_in_flight: int | None = None, cell_fn: Callable[[CellSpec], CellResult] = run_cell,
+              progress: bool = True) -> Outcome:
+    """Run ``cells`` on the Ray that is initialised, writing each one under ``out`` as it finishes.
+
+    Args:
+        cells: the cells to run (already filtered: none is finished or unavailable).
+        out: results folder.
+        costs: estimated seconds per cell (same order); the most expensive are submitted first and
+            the ETA uses them. Default: all equal.
+        max_in_flight: tasks submitted at once (default: twice the cluster's CPUs).
+        cell_fn: the cell function (tests substitute one; it must be importable by the workers).
+        progress: show a tqdm bar on stderr.
+    """
+    outcome = Outcome()
+    start = time.perf_counter()
+    costs = list(costs) if costs is not None else [1.0] * len(cells)
+    order = sorted(range(len(cells)), key=lambda i: -costs[i])
+    queue = [cells[i] for i in order]
+    cost_of = {cells[i]: costs[i] for i in range(len(cells))}
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    limit = max_in_flight or 2 * cpus
+    info = provenance()
+    in_flight: dict[ray.ObjectRef, CellSpec] = {}
+    remaining_cost = sum(costs)
+    done_cost = 0.0
+    interactive = sys.stderr.isatty()
+    bar = tqdm(total=len(cells), unit="cell", disable=not progress or not cells, file=sys.stderr,
+               dynamic_ncols=True, mininterval=0.5 if interactive else 15.0,
+               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
+
+    def refresh() -> None:
+        elapsed = time.perf_counter() - start
+        eta = elapsed / done_cost * remaining_cost if done_cost > 0 else float("nan")
+        running = min(len(in_flight), cpus)  # the rest of the in-flight tasks wait in Ray's queue
+        bar.set_postfix_str(f"running {running}, failed {len(outcome.failed)}, "
+                            f"remaining {len(queue) + len(in_flight) - running}, ETA {_format_eta(eta)}",
+                            refresh=interactive)
+
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < limit:
+                spec = queue.pop(0)
+                in_flight[_remote_cell.remote(spec, cell_fn)] = spec
+            refresh()
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
+            for ref in ready:
+                spec = in_flight.pop(ref)
+                try:
+                    reply = ray.get(ref)
+                except Exception as error:  # the worker died (e.g. out of memory): a failure too
+                    reply = {"ok": False, "message": f"{type(error).__name__}: {str(error).splitlines()[0]}",
+                             "traceback": str(error), "seconds": None}
+                outcome.cell_s += reply.get("seconds") or 0.0
+                if reply["ok"]:
+                    write_cell(out, spec, reply["result"], info)
+                    clear_failure(out, spec)
+                    outcome.done.append(spec)
+                else:
+                    write_failure(out, spec, reply["message"], reply["traceback"],
+                                  {k: reply.get(k) for k in ("host", "pid", "seconds")}
+                                  | {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+                    outcome.failed.append(spec)
+                    bar.write(f"failed: {cell_label(spec)}: {reply['message']}", file=sys.stderr)
+                remaining_cost -= cost_of[spec]
+                done_cost += cost_of[spec]
+                bar.update(1)
+        refresh()
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+        for ref in in_flight:
+            ray.cancel(ref, force=True)
+        outcome.unrun = list(in_flight.values()) + queue
+    finally:
+        bar.close()
+    outcome.wall_s = time.perf_counter() - start
+    return outcome

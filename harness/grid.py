@@ -1,0 +1,329 @@
+"""Grids as data: named grids (``smoke``, ``paper``) and user grid files, expanded into cell specs.
+
+A grid is a list of :class:`~harness.cell.CellSpec`. Its cells may name problems or algorithms that
+are not registered yet (the paper grid names every figure's cells from the start); such a cell is
+"not available": it is listed, never silently dropped, and it runs once its problem and algorithm
+exist (same spec, same hash, so a finished cell is still recognised).
+
+A grid file is TOML (see README, "Grids")::
+
+    name = "my-grid"           # optional, default: the file's stem
+    seeds = 3                  # 3 means seeds 0, 1, 2; or an explicit list [0, 4, 7]
+    iterations = 20            # optional; default: each problem's
+
+    [[cells]]
+    problems = ["branin-1-1-discrete"]
+    algorithms = ["vucb-prob", "vucb-unif"]
+    alpha = 0.05               # or "below-min-mass" (half the smallest mass of a discrete Z)
+    iterations = 10            # per-block overrides of seeds / iterations
+    options = { beta = "authors" }
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from algorithms import ALGORITHMS
+from harness.cell import CellSpec
+from problems import PROBLEMS, DiscreteZ, build_problem
+
+
+class GridError(ValueError):
+    """A grid that cannot be built (bad file, unknown name, bad value): reported as one line."""
+
+
+#: Problems and algorithms that later issues register. A grid may name them before they exist; their
+#: cells are then "not available". Any other unregistered name is a typo and an error.
+PLANNED_PROBLEMS = (
+    "branin-1-1-continuous", "goldstein-1-1-continuous", "hartmann-1-2-continuous",
+    "hartmann-2-1-continuous", "portfolio-3-2", "robot-push-3-2",
+)
+PLANNED_ALGORITHMS = ("rhokg-apx",)
+
+SYNTHETIC_DISCRETE = ("branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann-1-2-discrete",
+                      "hartmann-2-1-discrete")
+SYNTHETIC_CONTINUOUS = ("branin-1-1-continuous", "goldstein-1-1-continuous",
+                        "hartmann-1-2-continuous", "hartmann-2-1-continuous")
+
+#: Iterations of the paper grid, reference.md section 2 (the paper is silent; authors' runner: 60).
+PAPER_ITERATIONS = {**dict.fromkeys(SYNTHETIC_DISCRETE + SYNTHETIC_CONTINUOUS, 60),
+                    "portfolio-3-2": 80, "robot-push-3-2": 100}
+PAPER_SEEDS = 10
+SMOKE_SEEDS = 2
+SMOKE_ITERATIONS = 3
+
+BELOW_MIN_MASS = "below-min-mass"
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A named list of cells (in a fixed order: the order of the figures, then seeds)."""
+
+    name: str
+    cells: tuple[CellSpec, ...]
+    description: str = ""
+
+
+def unavailable_reason(spec: CellSpec) -> str | None:
+    """Why ``spec`` cannot run now (its problem or algorithm is not registered), or None."""
+    missing = []
+    if spec.problem not in PROBLEMS:
+        missing.append(f"problem {spec.problem} not registered")
+    if spec.algorithm not in ALGORITHMS:
+        missing.append(f"algorithm {spec.algorithm} not registered")
+    return "; ".join(missing) or None
+
+
+def cell_label(spec: CellSpec) -> str:
+    """``problem/algorithm/seedN``, plus ``alpha=..``, ``T=..`` and options when set: what --only matches."""
+    label = f"{spec.problem}/{spec.algorithm}/seed{spec.seed}"
+    extras = []
+    if spec.alpha is not None:
+        extras.append(f"alpha={spec.alpha:.4g}")
+    if spec.iterations is not None:
+        extras.append(f"T={spec.iterations}")
+    extras += [f"{name}={value}" for name, value in spec.options]
+    return " ".join([label, *extras])
+
+
+def alpha_below_min_mass(problem_name: str) -> float:
+    """Half the smallest mass of the problem's discrete Z: VaR becomes the worst case (alpha -> 0)."""
+    problem = build_problem(problem_name, with_optimum=False)
+    if not isinstance(problem.z, DiscreteZ):
+        raise GridError(f"alpha {BELOW_MIN_MASS!r} needs a discrete Z; {problem_name} has a continuous one")
+    return problem.z.min_mass / 2
+
+
+def _block(problems: Iterable[str], algorithms: Iterable[str], seeds: Iterable[int],
+           iterations: int | dict[str, int] | None = None, alpha: float | str | None = None,
+           options: dict | None = None) -> list[CellSpec]:
+    """The cells of problems x algorithms x seeds (seeds innermost), with shared settings."""
+    cells = []
+    for problem in problems:
+        t = iterations.get(problem) if isinstance(iterations, dict) else iterations
+        a = alpha_below_min_mass(problem) if alpha == BELOW_MIN_MASS else alpha
+        for algorithm in algorithms:
+            cells += [CellSpec.make(problem, algorithm, seed, t, a, options) for seed in seeds]
+    return cells
+
+
+def smoke_grid() -> Grid:
+    """Every registered problem x every registered algorithm x 2 seeds x 3 iterations."""
+    cells = _block(PROBLEMS, ALGORITHMS, range(SMOKE_SEEDS), SMOKE_ITERATIONS)
+    return Grid("smoke", tuple(cells), f"every registered problem x algorithm, {SMOKE_SEEDS} seeds, "
+                f"{SMOKE_ITERATIONS} iterations")
+
+
+def paper_grid() -> Grid:
+    """Every figure of the paper (Figures 3, 4, 5 and the alpha -> 0 study), 10 seeds each."""
+    seeds = range(PAPER_SEEDS)
+    t = PAPER_ITERATIONS
+    cells = (
+        # Figure 3: discrete Z
+        _block(SYNTHETIC_DISCRETE, ["vucb-unif", "vucb-prob", "rhokg-apx"], seeds, t)
+        # Figure 4: continuous Z
+        + _block(SYNTHETIC_CONTINUOUS, ["vucb-prob", "rhokg-apx"], seeds, t)
+        # Figure 5: simulated problems
+        + _block(["portfolio-3-2"], ["vucb-prob", "rhokg-apx"], seeds, t)
+        + _block(["robot-push-3-2"], ["vucb-unif", "vucb-prob", "rhokg-apx"], seeds, t)
+        # alpha -> 0: every method at the same alpha below the smallest mass, worst-case target
+        + _block(SYNTHETIC_DISCRETE, ["stableopt", "vucb-unif", "vucb-prob"], seeds, t,
+                 alpha=BELOW_MIN_MASS)
+    )
+    return Grid("paper", tuple(cells), "Figures 3, 4, 5 and the alpha -> 0 study, 10 seeds")
+
+
+#: Named grids: name -> factory (factories, so the registries are read when a grid is built).
+NAMED_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid, "paper": paper_grid}
+
+
+# ---------------------------------------------------------------------------------------------------
+# grid files
+
+_TOP_KEYS = {"name", "seeds", "iterations", "alpha", "options", "cells"}
+_BLOCK_KEYS = {"problems", "algorithms", "seeds", "iterations", "alpha", "options"}
+
+
+def _seeds(value: object, where: str) -> list[int]:
+    if isinstance(value, bool):
+        raise GridError(f"{where}: seeds must be a count or a list of integers, got {value!r}")
+    if isinstance(value, int):
+        if value < 1:
+            raise GridError(f"{where}: seeds must be >= 1, got {value}")
+        return list(range(value))
+    if isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool)
+                                                 for s in value):
+        if min(value) < 0 or len(set(value)) != len(value):
+            raise GridError(f"{where}: seeds must be distinct integers >= 0, got {value}")
+        return list(value)
+    raise GridError(f"{where}: seeds must be a count or a non-empty list of integers, got {value!r}")
+
+
+def _iterations(value: object, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise GridError(f"{where}: iterations must be an integer >= 0, got {value!r}")
+    return value
+
+
+def _alpha(value: object, where: str) -> float | str | None:
+    if value is None or value == BELOW_MIN_MASS:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            0.0 < value < 1.0 and math.isfinite(value)):
+        raise GridError(f"{where}: alpha must lie in (0, 1) or be {BELOW_MIN_MASS!r}, got {value!r}")
+    return float(value)
+
+
+def _names(value: object, registered: Iterable[str], planned: Iterable[str], kind: str,
+           where: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise GridError(f"{where}: {kind}s must be a non-empty list of names, got {value!r}")
+    valid = list(registered) + [p for p in planned if p not in registered]
+    for name in value:
+        if name not in valid:
+            raise GridError(f"{where}: unknown {kind} {name!r}; valid: {', '.join(valid)}")
+    return value
+
+
+def _check_options(problem: str, algorithm: str, options: dict, where: str) -> None:
+    """Build the algorithm once so that bad option names or values fail before anything runs."""
+    if problem not in PROBLEMS or algorithm not in ALGORITHMS:
+        return  # checked when it exists
+    try:
+        ALGORITHMS[algorithm](build_problem(problem, with_optimum=False), 0, **options)
+    except (TypeError, ValueError) as error:
+        raise GridError(f"{where}: {algorithm} on {problem}: {error}") from None
+
+
+def parse_grid(data: dict, name: str) -> Grid:
+    """The grid of a parsed grid file (a dict as ``tomllib`` returns it); :class:`GridError` if bad."""
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise GridError(f"unknown key {sorted(unknown)[0]!r}; valid: {', '.join(sorted(_TOP_KEYS))}")
+    name = data.get("name", name)
+    if not isinstance(name, str) or not name or "/" in name or name.startswith((".", "_")):
+        raise GridError(f"name must be a plain folder name, got {name!r}")
+    defaults = {
+        "seeds": _seeds(data.get("seeds", 1), "seeds"),
+        "iterations": _iterations(data.get("iterations"), "iterations"),
+        "alpha": _alpha(data.get("alpha"), "alpha"),
+        "options": data.get("options", {}),
+    }
+    blocks = data.get("cells")
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, dict) for b in blocks):
+        raise GridError("the file needs at least one [[cells]] table")
+    cells: list[CellSpec] = []
+    for i, block in enumerate(blocks, start=1):
+        where = f"[[cells]] #{i}"
+        unknown = set(block) - _BLOCK_KEYS
+        if unknown:
+            raise GridError(f"{where}: unknown key {sorted(unknown)[0]!r}; "
+                            f"valid: {', '.join(sorted(_BLOCK_KEYS))}")
+        for key in ("problems", "algorithms"):
+            if key not in block:
+                raise GridError(f"{where}: missing key {key!r}")
+        problems = _names(block["problems"], PROBLEMS, PLANNED_PROBLEMS, "problem", where)
+        algorithms = _names(block["algorithms"], ALGORITHMS, PLANNED_ALGORITHMS, "algorithm", where)
+        seeds = _seeds(block["seeds"], where) if "seeds" in block else defaults["seeds"]
+        iterations = (_iterations(block["iterations"], where) if "iterations" in block
+                      else defaults["iterations"])
+        alpha = _alpha(block["alpha"], where) if "alpha" in block else defaults["alpha"]
+        options = {**defaults["options"], **block.get("options", {})}
+        if not isinstance(options, dict):
+            raise GridError(f"{where}: options must be a table, got {options!r}")
+        for key, value in options.items():
+            if not isinstance(value, str | int | float):  # bool is an int
+                raise GridError(f"{where}: option {key!r} must be a string, number or boolean, "
+                                f"got {value!r}")
+        if alpha == BELOW_MIN_MASS:
+            for problem in problems:
+                if problem not in PROBLEMS:
+                    raise GridError(f"{where}: alpha {BELOW_MIN_MASS!r} needs a registered problem, "
+                                    f"{problem} is not")
+        for problem in problems:
+            for algorithm in algorithms:
+                _check_options(problem, algorithm, options, where)
+        cells += _block(problems, algorithms, seeds, iterations, alpha, options)
+    duplicates = len(cells) - len(set(cells))
+    if duplicates:
+        raise GridError(f"the grid lists {duplicates} cell(s) twice")
+    return Grid(name, tuple(cells), "")
+
+
+def load_grid_file(path: Path) -> Grid:
+    """Read and validate a TOML grid file."""
+    try:
+        with open(path, "rb") as file:
+            data = tomllib.load(file)
+    except OSError as error:
+        raise GridError(f"cannot read grid file {path}: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise GridError(f"{path} is not valid TOML: {error}") from None
+    try:
+        return parse_grid(data, path.stem)
+    except GridError as error:
+        raise GridError(f"{path}: {error}") from None
+
+
+def resolve_grid(name_or_file: str) -> Grid:
+    """A named grid, or the grid of a TOML file (a path, or any name ending in .toml)."""
+    if name_or_file in NAMED_GRIDS:
+        return NAMED_GRIDS[name_or_file]()
+    path = Path(name_or_file)
+    if path.suffix == ".toml" or path.exists():
+        return load_grid_file(path)
+    raise GridError(f"unknown grid {name_or_file!r}: not a named grid ({', '.join(NAMED_GRIDS)}) "
+                    "and no such file")
+
+
+def with_overrides(grid: Grid, seeds: int | None = None, iterations: int | None = None) -> Grid:
+    """``--seeds N`` (seeds 0..N-1 for every cell group) and ``--iterations T`` (every cell)."""
+    cells = list(grid.cells)
+    if iterations is not None:
+        cells = [replace(c, iterations=iterations) for c in cells]
+    if seeds is not None:
+        groups = dict.fromkeys(replace(c, seed=0) for c in cells)  # ordered, one per seed family
+        cells = [replace(g, seed=s) for g in groups for s in range(seeds)]
+    return Grid(grid.name, tuple(dict.fromkeys(cells)), grid.description)
+
+
+def select(cells: Iterable[CellSpec], pattern: str) -> list[CellSpec]:
+    """Cells whose :func:`cell_label` matches ``pattern``: a glob if it has ``*?[``, else a substring."""
+    glob = pattern if any(c in pattern for c in "*?[") else f"*{pattern}*"
+    return [c for c in cells if fnmatch.fnmatchcase(cell_label(c), glob)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# cost
+
+#: Rough single-core seconds per cell: fixed part and per iteration, by algorithm (2 cores, this
+#: machine, T = 60: V-UCB 10-20 s, random a few seconds); hartmann-2-1 (two-dimensional x) is slower.
+_FIXED_S = 1.0
+_PER_ITERATION_S = {"random": 0.05, "vucb-unif": 0.25, "vucb-prob": 0.25, "stableopt": 0.25,
+                    "rhokg-apx": 2.0}
+
+
+def estimate_seconds(spec: CellSpec, measured: dict[tuple[str, str], float] | None = None) -> float:
+    """Estimated single-core seconds of a cell; ``measured`` (seconds per iteration by
+    (problem, algorithm), e.g. from finished cells) overrides the built-in table."""
+    if spec.iterations is not None:
+        iterations = spec.iterations
+    elif spec.problem in PROBLEMS:
+        iterations = build_problem(spec.problem, with_optimum=False).iterations
+    else:
+        iterations = PAPER_ITERATIONS.get(spec.problem, 60)
+    if measured and (spec.problem, spec.algorithm) in measured:
+        return _FIXED_S + measured[spec.problem, spec.algorithm] * iterations
+    per = _PER_ITERATION_S.get(spec.algorithm, 0.5)
+    if spec.problem.startswith("hartmann-2-1") or spec.problem.startswith("robot"):
+        per *= 2
+    return _FIXED_S + per * iterations

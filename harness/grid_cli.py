@@ -1,0 +1,255 @@
+"""The grid form of ``python -m harness.run``: ``--grid NAME|FILE`` and ``--list``.
+
+Bad input (an unknown grid or name, a malformed grid file, a bad option, an ``--only`` that matches
+nothing, an ``--out`` that cannot be written) prints one line on stderr and exits with code 2 before
+Ray starts or anything is written. Exit codes otherwise: 0 when every available cell of the grid is
+finished, 1 when some cell of the grid has a failure record, 130 after Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+from harness.cell import CellSpec
+from harness.grid import (
+    NAMED_GRIDS,
+    Grid,
+    GridError,
+    cell_label,
+    estimate_seconds,
+    resolve_grid,
+    select,
+    unavailable_reason,
+    with_overrides,
+)
+from harness.run import EXIT_USAGE, UsageError, _check_writable, _Parser
+from harness.store import (
+    cell_path,
+    failure_path,
+    read_metadata,
+    remove_stale_temporaries,
+    result_files,
+    write_manifest,
+)
+
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+LOCK = "_running.lock"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m harness.run --grid", description="Run a grid of cells on Ray.")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--grid", help=f"a named grid ({', '.join(NAMED_GRIDS)}) or a TOML grid file")
+    what.add_argument("--list", action="store_true", help="print the named grids and their sizes")
+    parser.add_argument("--out", type=Path, default=None, help="results folder (default results/<grid>)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 for every cell group")
+    parser.add_argument("--iterations", type=int, default=None, help="iterations of every cell")
+    parser.add_argument("--only", default=None, metavar="PATTERN",
+                        help="run only cells whose label 'problem/algorithm/seedN [alpha=..] [T=..]' "
+                             "matches (glob if it has *?[, else substring)")
+    parser.add_argument("--address", default=None, help="join this Ray cluster (default: a local Ray)")
+    parser.add_argument("--num-cpus", type=int, default=None,
+                        help="CPUs of the local Ray (default: all of this machine's)")
+    parser.add_argument("--max-in-flight", type=int, default=None,
+                        help="tasks submitted at once (default: twice the cluster's CPUs)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the cells (done / to run / failed / not available) and a cost estimate")
+    parser.add_argument("--retry-failed", action="store_true", help="rerun only the failed cells")
+    parser.add_argument("--force", action="store_true", help="recompute finished cells too")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def _grid(args: argparse.Namespace) -> tuple[Grid, list[CellSpec]]:
+    """The grid (after --seeds, --iterations) and its selected cells (after --only)."""
+    if args.seeds is not None and args.seeds < 1:
+        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.iterations is not None and args.iterations < 0:
+        raise UsageError(f"--iterations must be >= 0, got {args.iterations}")
+    if args.num_cpus is not None and args.num_cpus < 1:
+        raise UsageError(f"--num-cpus must be >= 1, got {args.num_cpus}")
+    if args.max_in_flight is not None and args.max_in_flight < 1:
+        raise UsageError(f"--max-in-flight must be >= 1, got {args.max_in_flight}")
+    if args.address and args.num_cpus:
+        raise UsageError("--num-cpus sizes a local Ray; it cannot be combined with --address")
+    if args.force and args.retry_failed:
+        raise UsageError("--force and --retry-failed exclude each other")
+    try:
+        grid = with_overrides(resolve_grid(args.grid), args.seeds, args.iterations)
+    except GridError as error:
+        raise UsageError(str(error)) from None
+    cells = list(grid.cells)
+    if args.only is not None:
+        cells = select(cells, args.only)
+        if not cells:
+            raise UsageError(f"--only {args.only!r} matches no cell of grid {grid.name}")
+    return grid, cells
+
+
+def _measured_rates(out: Path) -> dict[tuple[str, str], float]:
+    """Seconds per iteration by (problem, algorithm), from the finished cells in ``out``."""
+    totals: dict[tuple[str, str], list[float]] = {}
+    for path in result_files(out):
+        try:
+            meta = read_metadata(path)
+        except Exception:
+            continue
+        spec, iterations = meta["spec"], max(1, meta.get("iterations") or 1)
+        totals.setdefault((spec["problem"], spec["algorithm"]), []).append(
+            max(0.0, meta["wall_time_s"] - 1.0) / iterations)
+    return {key: sum(v) / len(v) for key, v in totals.items()}
+
+
+def classify(cells: list[CellSpec], out: Path) -> dict[CellSpec, str]:
+    """Each cell's state: ``done``, ``failed``, ``missing`` or ``not available``."""
+    states = {}
+    for spec in cells:
+        if unavailable_reason(spec):
+            states[spec] = "not available"
+        elif cell_path(out, spec).is_file():
+            states[spec] = "done"
+        elif failure_path(out, spec).is_file():
+            states[spec] = "failed"
+        else:
+            states[spec] = "missing"
+    return states
+
+
+def _print_unavailable(cells: list[CellSpec]) -> None:
+    groups = Counter((c.problem, c.algorithm, unavailable_reason(c)) for c in cells)
+    print(f"not available ({len(cells)} cells; they run once registered):")
+    for (problem, algorithm, reason), n in groups.items():
+        print(f"  {problem} x {algorithm}: {n} cells ({reason})")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _list() -> int:
+    for name, factory in NAMED_GRIDS.items():
+        grid = factory()
+        available = sum(unavailable_reason(c) is None for c in grid.cells)
+        print(f"{name:8s} {len(grid.cells):4d} cells ({available} available now): {grid.description}")
+    return 0
+
+
+@contextlib.contextmanager
+def _lock(out: Path) -> Iterator[None]:
+    """One driver per results folder: a second one would run the same cells twice."""
+    path = out / LOCK
+    try:
+        pid = int(path.read_text().strip())
+        if pid != os.getpid():
+            os.kill(pid, 0)
+            raise UsageError(f"another grid run (pid {pid}) is writing to {out}; remove {path} if not")
+    except (OSError, ValueError):
+        pass  # no lock, or a stale one (its driver died)
+    path.write_text(str(os.getpid()))
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def main(argv: list[str]) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.list:
+            return _list()
+        grid, cells = _grid(args)
+        out = args.out if args.out is not None else Path("results") / grid.name
+        if not args.dry_run:
+            _check_writable(out)
+    except UsageError as error:
+        print(f"harness.run: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+    states = classify(cells, out)
+    if args.retry_failed:
+        to_run = [c for c in cells if states[c] == "failed"]
+    elif args.force:
+        to_run = [c for c in cells if states[c] != "not available"]
+    else:
+        to_run = [c for c in cells if states[c] == "missing"]
+    rates = _measured_rates(out)
+    costs = [estimate_seconds(c, rates) for c in to_run]
+    counts = Counter(states.values())
+    unavailable = [c for c in cells if states[c] == "not available"]
+    print(f"grid {grid.name} -> {out}: {len(cells)} cells: {counts['done']} done, {len(to_run)} to run, "
+          f"{counts['failed']} failed, {len(unavailable)} not available")
+    if unavailable:
+        _print_unavailable(unavailable)
+    cpus = args.num_cpus or (None if args.address else os.cpu_count()) or 1
+    estimate = f"about {_duration(sum(costs))} of CPU time, {_duration(sum(costs) / cpus)} on {cpus} CPUs"
+    if args.dry_run:
+        run_set = set(to_run)
+        for spec in cells:
+            state = "to run" if spec in run_set else states[spec]
+            cost = f"  ~{estimate_seconds(spec, rates):.0f} s" if spec in run_set else ""
+            print(f"  {state:13s} {cell_label(spec)}{cost}")
+        print(f"to run: {len(to_run)} cells, {estimate} (estimate)")
+        return 0
+    if counts["failed"] and not args.retry_failed and not args.force:
+        print(f"{counts['failed']} failed cells are skipped (--retry-failed reruns them; "
+              f"python -m harness.status {out} shows why)")
+
+    try:
+        with _lock(out):
+            return _run(args, grid, cells, to_run, costs, out, estimate)
+    except UsageError as error:
+        print(f"harness.run: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: list[CellSpec],
+         costs: list[float], out: Path, estimate: str) -> int:
+    removed = remove_stale_temporaries(out)
+    if removed:
+        print(f"removed {removed} temporary file(s) left by an interrupted run")
+    write_manifest(out, grid.name, list(grid.cells))
+    if to_run:
+        from harness.execute import run_cells, start_ray  # Ray is imported only to run cells
+
+        print(f"running {len(to_run)} cells, {estimate} (estimate)")
+        ray_start = start_ray(args.address, args.num_cpus)
+        print(f"Ray ready in {ray_start:.1f} s")
+        outcome = run_cells(to_run, out, costs, args.max_in_flight, progress=not args.no_progress)
+        ran = len(outcome.done) + len(outcome.failed)
+        cpus = _cpus_used()
+        # CPU-seconds not spent inside cells (imports, scheduling, writing, idle tail), per cell
+        per_cell = (cpus * outcome.wall_s - outcome.cell_s) / max(1, ran)
+        print(f"ran {ran} cells in {outcome.wall_s:.1f} s on {cpus} CPUs (sum of cell times "
+              f"{outcome.cell_s:.1f} s, Ray start {ray_start:.1f} s, overhead per cell "
+              f"(CPUs x wall - cell times) / cells = {per_cell:.2f} s): {len(outcome.done)} written, "
+              f"{len(outcome.failed)} failed")
+        if outcome.interrupted:
+            print(f"interrupted: {len(outcome.unrun)} cells not finished; the same command resumes")
+            return EXIT_INTERRUPTED
+    states = classify(cells, out)
+    failed = [c for c in cells if states[c] == "failed"]
+    summary = Counter(states.values())
+    print(f"grid {grid.name}: {summary['done']} done, {summary['missing']} missing, "
+          f"{summary['failed']} failed, {summary['not available']} not available")
+    if failed:
+        print(f"failed cells: python -m harness.status {out} (details in {out / '_failed'})")
+        return EXIT_FAILED
+    return 0
+
+
+def _cpus_used() -> int:
+    import ray
+
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+

@@ -1,0 +1,82 @@
+"""``python -m harness.status DIR``: done / missing / failed / not available per (problem, algorithm).
+
+The cells expected are those of the last grid run into DIR (``DIR/_grid.json``), or of ``--grid``.
+Cells found in DIR but not in that grid (e.g. from an earlier ``--iterations``) are counted as
+``other``. ``--failures`` prints each failure's message (the traceback is in its JSON record).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+from harness.cell import CellSpec
+from harness.grid import GridError, cell_label, resolve_grid
+from harness.grid_cli import classify
+from harness.run import EXIT_USAGE, UsageError, _Parser
+from harness.store import failure_files, read_failure, read_manifest, result_files, spec_hash
+
+
+def status_table(out: Path, grid: str | None = None) -> list[dict]:
+    """One dict per (problem, algorithm, alpha): counts of done, missing, failed, not available and
+    other (cells in ``out`` outside the grid)."""
+    if grid is not None:
+        specs = list(resolve_grid(grid).cells)
+    else:
+        manifest = read_manifest(out)
+        specs = manifest[1] if manifest else []
+    states = classify(specs, out)
+    rows: dict[tuple, Counter] = {}
+    for spec, state in states.items():
+        alpha = "default" if spec.alpha is None else f"{spec.alpha:.4g}"
+        rows.setdefault((spec.problem, spec.algorithm, alpha), Counter())[state] += 1
+    known = {spec_hash(s) for s in specs}
+    for path in result_files(out):
+        problem, algorithm = path.parent.parent.name, path.parent.name
+        if path.stem.rsplit("-", 1)[-1] not in known:
+            rows.setdefault((problem, algorithm, "?"), Counter())["other"] += 1
+    return [{"problem": p, "algorithm": a, "alpha": al, "done": c["done"], "missing": c["missing"],
+             "failed": c["failed"], "not available": c["not available"], "other": c["other"]}
+            for (p, a, al), c in rows.items()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _Parser(prog="python -m harness.status", description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="a results folder")
+    parser.add_argument("--grid", default=None, help="count against this grid instead of DIR/_grid.json")
+    parser.add_argument("--failures", action="store_true", help="print each failed cell's message")
+    try:
+        args = parser.parse_args(argv)
+        if not args.out.is_dir():
+            raise UsageError(f"{args.out} is not a folder")
+        try:
+            rows = status_table(args.out, args.grid)
+        except GridError as error:
+            raise UsageError(str(error)) from None
+    except UsageError as error:
+        print(f"harness.status: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    manifest = read_manifest(args.out)
+    source = args.grid or (manifest[0] if manifest else "none recorded")
+    print(f"{args.out} (grid: {source})")
+    columns = ["problem", "algorithm", "alpha", "done", "missing", "failed", "not available", "other"]
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) if rows else len(c) for c in columns}
+    print("  ".join(c.ljust(widths[c]) for c in columns))
+    for row in rows:
+        print("  ".join(str(row[c]).ljust(widths[c]) for c in columns))
+    totals = {c: sum(r[c] for r in rows) for c in columns[3:]}
+    print("total: " + ", ".join(f"{v} {k}" for k, v in totals.items()))
+    if args.failures:
+        for path in failure_files(args.out):
+            record = read_failure(path)
+            spec = record["spec"]
+            label = cell_label(CellSpec(spec["problem"], spec["algorithm"], spec["seed"],
+                                        spec["iterations"], spec["alpha"],
+                                        tuple((k, v) for k, v in spec["options"])))
+            print(f"failed: {label}: {record['message']} ({path})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
