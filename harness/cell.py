@@ -13,13 +13,20 @@ The loop:
 
 The observation noise is drawn from its own stream of (problem, seed), one draw per observation in
 order, so every algorithm of a seed sees the same noise sequence (common random numbers).
+
+The cell runs with torch's default dtype set to float64 (and restored after): a tensor or module
+created without an explicit dtype somewhere below (e.g. GP hyperparameters set before the model is
+cast to float64) would otherwise give rows that depend on the caller's default, and a cell's rows
+must be the same in a Ray worker, in the single-cell command line and in a test process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -79,8 +86,23 @@ def _target(problem, algorithm_name: str) -> str:
     return "var"
 
 
+@contextlib.contextmanager
+def _default_float64() -> Iterator[None]:
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
 def run_cell(spec: CellSpec) -> CellResult:
     """Run one cell; see the module docstring. Raises on bad names or options."""
+    with _default_float64():
+        return _run_cell(spec)
+
+
+def _run_cell(spec: CellSpec) -> CellResult:
     problem = get_problem(spec.problem, spec.alpha)
     if spec.algorithm not in ALGORITHMS:
         raise KeyError(f"unknown algorithm {spec.algorithm!r}; valid: {', '.join(ALGORITHMS)}")

@@ -1,0 +1,168 @@
+"""Grids as data and the grid command line's input checks (no Ray: everything here fails before it)."""
+
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from algorithms import ALGORITHMS
+from harness.cell import CellSpec
+from harness.grid import paper_grid, resolve_grid, select, smoke_grid, unavailable_reason, with_overrides
+from harness.run import main
+from problems import PROBLEMS, build_problem
+
+DISCRETE = ["branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann-1-2-discrete",
+            "hartmann-2-1-discrete"]
+CONTINUOUS = [p.replace("discrete", "continuous") for p in DISCRETE]
+
+
+def test_smoke_grid_is_every_registered_problem_and_algorithm_with_two_seeds() -> None:
+    cells = smoke_grid().cells
+    expected = {(p, a, s) for p, a, s in itertools.product(PROBLEMS, ALGORITHMS, (0, 1))}
+    assert {(c.problem, c.algorithm, c.seed) for c in cells} == expected
+    assert len(cells) == len(expected)
+    assert all(c.iterations is not None and 1 <= c.iterations <= 5 for c in cells)
+
+
+def test_paper_grid_covers_every_figure_by_name() -> None:
+    cells = paper_grid().cells
+    triples = [(c.problem, c.algorithm, c.alpha) for c in cells]
+    expected = (
+        [(p, a, None) for p in DISCRETE for a in ("vucb-unif", "vucb-prob", "rhokg-apx")]
+        + [(p, a, None) for p in CONTINUOUS for a in ("vucb-prob", "rhokg-apx")]
+        + [("portfolio-3-2", a, None) for a in ("vucb-prob", "rhokg-apx")]
+        + [("robot-push-3-2", a, None) for a in ("vucb-unif", "vucb-prob", "rhokg-apx")]
+        + [(p, a, build_problem(p, with_optimum=False).z.min_mass / 2)
+           for p in DISCRETE for a in ("stableopt", "vucb-unif", "vucb-prob")]
+    )
+    assert sorted(set(triples), key=str) == sorted(expected, key=str)
+    assert all(triples.count(t) == 10 for t in expected)  # 10 seeds each, 0..9
+    assert len(cells) == 370 == len(set(cells))
+    for c in cells:
+        assert c.seed in range(10)
+        assert c.iterations == {"portfolio-3-2": 80, "robot-push-3-2": 100}.get(c.problem, 60)
+        if c.alpha is not None:  # below the smallest mass: VaR is the worst case
+            assert c.alpha < build_problem(c.problem, with_optimum=False).z.min_mass
+    # nothing unregistered is dropped: it is listed with a reason
+    missing = [c for c in cells if unavailable_reason(c)]
+    assert {c.algorithm for c in missing} >= {"rhokg-apx"}
+    assert {c.problem for c in missing} >= {*CONTINUOUS, "portfolio-3-2", "robot-push-3-2"}
+    assert all(c.problem in PROBLEMS and c.algorithm in ALGORITHMS
+               for c in cells if not unavailable_reason(c))
+
+
+def test_overrides_and_selection() -> None:
+    grid = with_overrides(smoke_grid(), seeds=3, iterations=1)
+    assert len(grid.cells) == len(PROBLEMS) * len(ALGORITHMS) * 3
+    assert {c.iterations for c in grid.cells} == {1} and {c.seed for c in grid.cells} == {0, 1, 2}
+    chosen = select(grid.cells, "branin-1-1-discrete/vucb-*/seed1*")
+    assert {(c.algorithm, c.seed) for c in chosen} == {("vucb-prob", 1), ("vucb-unif", 1)}
+    assert {c.algorithm for c in select(grid.cells, "/random/")} == {"random"}
+
+
+def test_grid_file_expands_blocks_with_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text('seeds = [0, 5]\niterations = 4\n'
+                    '[[cells]]\nproblems = ["branin-1-1-discrete"]\nalgorithms = ["vucb-prob", "random"]\n'
+                    '[[cells]]\nproblems = "goldstein-1-1-discrete"\nalgorithms = ["vucb-unif"]\n'
+                    'seeds = 1\niterations = 2\nalpha = "below-min-mass"\noptions = { beta = "authors" }\n')
+    grid = resolve_grid(str(path))
+    alpha = build_problem("goldstein-1-1-discrete", with_optimum=False).z.min_mass / 2
+    assert grid.name == "mine"
+    assert list(grid.cells) == [
+        CellSpec.make("branin-1-1-discrete", "vucb-prob", 0, 4), CellSpec.make("branin-1-1-discrete",
+                                                                               "vucb-prob", 5, 4),
+        CellSpec.make("branin-1-1-discrete", "random", 0, 4), CellSpec.make("branin-1-1-discrete",
+                                                                            "random", 5, 4),
+        CellSpec.make("goldstein-1-1-discrete", "vucb-unif", 0, 2, alpha, {"beta": "authors"}),
+    ]
+
+
+GOOD_BLOCK = '[[cells]]\nproblems = ["branin-1-1-discrete"]\nalgorithms = ["random"]\n'
+BAD_FILES = [
+    ("seeds = 2\n[[cells]\n", "not valid TOML"),
+    ("sedes = 2\n" + GOOD_BLOCK, "unknown key 'sedes'"),
+    ("seeds = 2\n", "[[cells]]"),
+    ('[[cells]]\nproblems = ["branin-1-1-discrete"]\n', "missing key 'algorithms'"),
+    ('[[cells]]\nproblems = ["brannin"]\nalgorithms = ["random"]\n', "unknown problem 'brannin'"),
+    ('[[cells]]\nproblems = ["branin-1-1-discrete"]\nalgorithms = ["ucb"]\n', "unknown algorithm 'ucb'"),
+    ("seeds = 0\n" + GOOD_BLOCK, "seeds"),
+    ("seeds = [1, 1]\n" + GOOD_BLOCK, "seeds"),
+    ("iterations = -1\n" + GOOD_BLOCK, "iterations"),
+    ("alpha = 1.5\n" + GOOD_BLOCK, "alpha"),
+    (GOOD_BLOCK + "options = { beta = -1 }\n", "beta"),
+    (GOOD_BLOCK.replace("random", "vucb-prob") + "options = { colour = 1 }\n", "colour"),
+    (GOOD_BLOCK + "colour = 1\n", "unknown key 'colour'"),
+    (GOOD_BLOCK + GOOD_BLOCK, "twice"),
+]
+
+
+@pytest.mark.parametrize("text, needle", BAD_FILES)
+def test_malformed_grid_file_is_one_line_exit_2_and_writes_nothing(
+        text: str, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    code = main(["--grid", str(path), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and needle in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+BAD_ARGS = [
+    (["--grid", "papr"], "unknown grid 'papr'"),
+    (["--grid", "missing.toml"], "cannot read grid file"),
+    (["--grid", "smoke", "--only", "no-such-cell"], "matches no cell"),
+    (["--grid", "smoke", "--seeds", "0"], "--seeds"),
+    (["--grid", "smoke", "--iterations", "-1"], "--iterations"),
+    (["--grid", "smoke", "--num-cpus", "0"], "--num-cpus"),
+    (["--grid", "smoke", "--force", "--retry-failed"], "exclude"),
+    (["--grid", "smoke", "--problem", "branin-1-1-discrete"], "unrecognized"),
+    (["--grid", "smoke", "--seeds", "two"], "--seeds"),
+]
+
+
+@pytest.mark.parametrize("args, needle", BAD_ARGS)
+def test_bad_grid_arguments_are_one_line_exit_2(args: list[str], needle: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "out"
+    code = main([*args, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and needle in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_bad_grid_from_a_real_process_prints_one_line(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "harness.run", "--grid", "nope", "--out",
+                           str(tmp_path / "o")], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "unknown grid 'nope'" in done.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_unwritable_out_is_rejected(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("keep")
+    assert main(["--grid", "smoke", "--out", str(a_file)]) == 2
+    assert "--out" in capsys.readouterr().err and a_file.read_text() == "keep"
+
+
+def test_list_and_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["--list"]) == 0
+    listing = capsys.readouterr().out
+    words = listing.split()
+    assert words[words.index("smoke") + 1] == str(len(smoke_grid().cells))
+    assert words[words.index("paper") + 1] == "370"
+    out = tmp_path / "never"
+    assert main(["--grid", "paper", "--dry-run", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert not out.exists()
+    available = sum(unavailable_reason(c) is None for c in paper_grid().cells)
+    assert text.count("\n  to run ") == available
+    assert text.count("\n  not available ") == 370 - available
+    assert "robot-push-3-2 x rhokg-apx: 10 cells" in text and "hours" not in text
+    assert "to run: " in text and "CPU time" in text

@@ -1,0 +1,159 @@
+"""Running grids on a local Ray in this process: determinism, resume, --force, failures, reading."""
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from harness.cell import CellSpec, run_cell
+from harness.execute import run_cells
+from harness.run import main
+from harness.status import status_table
+from harness.store import ROW_SCHEMA, read_results
+
+ray = pytest.importorskip("ray")
+
+TIMINGS = {"t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"}
+CELLS = [CellSpec.make(p, a, s, 2) for p in ("branin-1-1-discrete", "goldstein-1-1-discrete")
+         for a in ("random", "vucb-prob") for s in (0, 1)]
+GRID = """seeds = 2
+iterations = 2
+[[cells]]
+problems = ["branin-1-1-discrete", "goldstein-1-1-discrete"]
+algorithms = ["random", "vucb-prob"]
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
+
+
+def expected_path(out: Path, spec: CellSpec) -> Path:
+    """The store's layout, recomputed here from the spec's canonical JSON."""
+    digest = hashlib.sha256(json.dumps(
+        {"problem": spec.problem, "algorithm": spec.algorithm, "seed": spec.seed,
+         "iterations": spec.iterations, "alpha": spec.alpha, "options": [list(o) for o in spec.options]},
+        sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
+    return out / spec.problem / spec.algorithm / f"seed{spec.seed}-{digest}.parquet"
+
+
+def rows_without_timings(path: Path) -> list[dict]:
+    rows = pq.read_table(path).to_pylist()
+    return [{k: v for k, v in row.items() if k not in TIMINGS} for row in rows]
+
+
+def direct_rows(spec: CellSpec) -> list[dict]:
+    """run_cell called here, in this process, with every column the store writes (timings aside)."""
+    return [{k: row.get(k) for k in ROW_SCHEMA.names if k not in TIMINGS} for row in run_cell(spec).rows]
+
+
+def visible_files(out: Path) -> list[Path]:
+    return sorted(p for p in out.rglob("*") if p.is_file()
+                  and not any(part.startswith((".", "_")) for part in p.relative_to(out).parts))
+
+
+def stats(paths: list[Path]) -> dict[Path, tuple[int, int]]:
+    return {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in paths}
+
+
+def test_grid_rows_equal_a_direct_run_and_resume_reruns_exactly_the_missing_cell(tmp_path: Path) -> None:
+    grid_file = tmp_path / "tiny.toml"
+    grid_file.write_text(GRID)
+    out = tmp_path / "out"
+    assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress"]) == 0
+    paths = [expected_path(out, spec) for spec in CELLS]
+    assert visible_files(out) == sorted(paths)
+
+    # identical rows (timings aside) to run_cell called here, in this process, alone
+    for spec, path in zip(CELLS, paths, strict=True):
+        assert rows_without_timings(path) == direct_rows(spec), spec
+
+    # resume: delete one cell, rerun: that cell alone is written again
+    before = stats(paths)
+    victim = paths[5]
+    victim_rows = rows_without_timings(victim)
+    victim.unlink()
+    assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress"]) == 0
+    after = stats(paths)
+    assert all(after[p] == before[p] for p in paths if p != victim)
+    assert victim.exists() and rows_without_timings(victim) == victim_rows
+
+    # nothing to do: nothing rewritten
+    assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress"]) == 0
+    assert stats(paths) == after
+
+    # --force rewrites every cell, with the same rows
+    assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress", "--force"]) == 0
+    forced = stats(paths)
+    assert all(forced[p] != after[p] for p in paths)
+    assert rows_without_timings(victim) == victim_rows
+    assert not [p for p in out.rglob(".*")]  # no temporary file left
+
+    # one worker at a time, in the reverse order: the same rows
+    other = tmp_path / "reversed"
+    outcome = run_cells(list(reversed(CELLS)), other, max_in_flight=1, progress=False)
+    assert len(outcome.done) == len(CELLS) and not outcome.failed
+    for spec in CELLS:
+        assert rows_without_timings(expected_path(other, spec)) == rows_without_timings(
+            expected_path(out, spec))
+
+    # the whole folder as one DataFrame, by our reader and by pandas directly
+    frame = read_results(out)
+    assert len(frame) == len(CELLS) * 3
+    assert frame.groupby(["problem", "algorithm", "seed"]).size().eq(3).all()
+    assert set(frame["spec_hash"]) == {p.stem.split("-")[-1] for p in paths}
+    assert frame["seed"].dtype == "int64" and frame["regret"].dtype == "float64"
+    assert len(pd.read_parquet(out)) == len(CELLS) * 3
+
+
+def test_a_failing_cell_is_recorded_and_the_others_finish(tmp_path: Path) -> None:
+    grid_file = tmp_path / "failing.toml"
+    # n_raw = -5 passes the option check (the algorithm is built) but makes the x-search raise
+    grid_file.write_text('seeds = 2\niterations = 1\n'
+                         '[[cells]]\nproblems = ["branin-1-1-discrete"]\nalgorithms = ["random"]\n'
+                         '[[cells]]\nproblems = ["branin-1-1-discrete"]\nalgorithms = ["vucb-unif"]\n'
+                         'seeds = 1\noptions = { n_raw = -5 }\n')
+    out = tmp_path / "out"
+    assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress"]) == 1
+    good = [expected_path(out, CellSpec.make("branin-1-1-discrete", "random", s, 1)) for s in (0, 1)]
+    bad = CellSpec.make("branin-1-1-discrete", "vucb-unif", 0, 1, None, {"n_raw": -5})
+    assert visible_files(out) == sorted(good)
+    with pytest.raises(RuntimeError) as direct:  # the same error as run_cell here
+        run_cell(bad)
+    records = list((out / "_failed").rglob("*.json"))
+    assert [r.stem for r in records] == [expected_path(out, bad).stem]
+    record = json.loads(records[0].read_text())
+    assert record["message"] == f"RuntimeError: {direct.value}"
+    assert "Traceback" in record["traceback"] and "RuntimeError" in record["traceback"]
+    assert record["spec"]["options"] == [["n_raw", -5]]
+    table = {(r["algorithm"], r["alpha"]): r for r in status_table(out)}
+    assert table["vucb-unif", "default"]["failed"] == 1 and table["random", "default"]["done"] == 2
+    assert len(read_results(out)) == 2 * 2  # failures are not results
+
+    # a plain rerun skips the failed cell; --retry-failed reruns it alone
+    before = stats(good)
+    mtime = records[0].stat().st_mtime_ns
+    assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress"]) == 1
+    assert records[0].stat().st_mtime_ns == mtime
+    assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress", "--retry-failed"]) == 1
+    assert records[0].stat().st_mtime_ns != mtime and stats(good) == before
+
+
+def test_alpha_study_cell_measures_against_the_worst_case(tmp_path: Path) -> None:
+    grid_file = tmp_path / "alpha.toml"
+    grid_file.write_text('iterations = 1\n[[cells]]\nproblems = ["branin-1-1-discrete"]\n'
+                         'algorithms = ["vucb-prob", "stableopt"]\nalpha = "below-min-mass"\n')
+    out = tmp_path / "out"
+    assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress"]) == 0
+    frame = read_results(out)
+    assert set(frame["target"]) == {"worst_case"} and frame["alpha"].nunique() == 1
+    assert math.isfinite(frame["regret"].iloc[-1])
+    first = frame.groupby("algorithm")["x"].apply(lambda s: [list(v) for v in s])
+    assert first["vucb-prob"] == first["stableopt"]  # Corollary 2 holds through the grid too
