@@ -40,7 +40,23 @@ INITIAL_HYPERS = {"lengthscale": 0.3, "outputscale": 1.0, "noise": 1e-2}
 
 
 def make_gp(train_X: Tensor, train_Y: Tensor) -> SingleTaskGP:
-    """A fresh model on ``n x d`` inputs and ``n x 1`` outcomes, at :data:`INITIAL_HYPERS`."""
+    """A fresh model on ``n x d`` float64 inputs and ``n x 1`` outcomes, at :data:`INITIAL_HYPERS`.
+
+    Built with float64 as torch's default dtype: GPyTorch creates constraint bounds and parameters
+    at the default dtype, and a later ``.to(float64)`` keeps their float32 rounding, so the fit (and
+    every row after it) would otherwise depend on the caller's default dtype.
+    """
+    if train_X.dtype != torch.float64:
+        raise TypeError(f"the GP works in float64, got {train_X.dtype}")
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return _make_gp(train_X, train_Y)
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def _make_gp(train_X: Tensor, train_Y: Tensor) -> SingleTaskGP:
     d = train_X.shape[-1]
     kernel = ScaleKernel(
         RBFKernel(ard_num_dims=d, lengthscale_constraint=Interval(*LENGTHSCALE_BOUNDS)),

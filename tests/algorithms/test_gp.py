@@ -69,3 +69,19 @@ def test_conditioning_keeps_hyperparameters_and_refit_changes_them() -> None:
 def test_beta_schedule_is_the_papers() -> None:
     assert beta_paper(1) == pytest.approx(2 * math.log(math.pi**2 / 0.6))
     assert beta_paper(10) == pytest.approx(2 * math.log(100 * math.pi**2 / 0.6))
+
+
+def test_fit_does_not_depend_on_the_callers_default_dtype() -> None:
+    X, Y = data(15, 2, 4)
+    fits = []
+    for dtype in (torch.float32, torch.float64):
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(dtype)
+        try:
+            model, _ = fit_gp(X, Y, None, refit=True, generator=torch.Generator().manual_seed(0))
+        finally:
+            torch.set_default_dtype(previous)
+        fits.append(get_hypers(model))
+    for key in fits[0]:
+        assert fits[0][key].dtype == torch.float64, key
+        assert torch.equal(fits[0][key], fits[1][key]), key
