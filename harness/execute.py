@@ -12,8 +12,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import socket
 import sys
 import time
@@ -72,8 +74,16 @@ def start_ray(address: str | None, num_cpus: int | None) -> float:
     kwargs = {"logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": True}
     if address:
         ray.init(address=address, **kwargs)
-    else:
+        return time.perf_counter() - start
+    # Ctrl-C in a terminal signals the whole foreground process group, which holds the local Ray's
+    # GCS, raylet and agents: they would die under the driver, which then aborts inside Ray's core.
+    # Started with SIGINT ignored (inherited across exec), they leave Ctrl-C to the driver, which
+    # cancels its tasks and shuts Ray down.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
         ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, **kwargs)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return time.perf_counter() - start
 
 
@@ -156,7 +166,8 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
     except KeyboardInterrupt:
         outcome.interrupted = True
         for ref in in_flight:
-            ray.cancel(ref, force=True)
+            with contextlib.suppress(Exception):  # Ray itself may be going down with the same Ctrl-C
+                ray.cancel(ref, force=True)
         outcome.unrun = list(in_flight.values()) + queue
     finally:
         bar.close()

@@ -211,6 +211,9 @@ def main(argv: list[str]) -> int:
     except UsageError as error:
         print(f"harness.run: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # before or after the task loop (which handles its own)
+        print("interrupted; the same command resumes", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: list[CellSpec],
@@ -219,6 +222,7 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
     if removed:
         print(f"removed {removed} temporary file(s) left by an interrupted run")
     write_manifest(out, grid.name, list(grid.cells))
+    interrupted = False
     if to_run:
         from harness.execute import run_cells, start_ray  # Ray is imported only to run cells
 
@@ -234,14 +238,15 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
               f"{outcome.cell_s:.1f} s, Ray start {ray_start:.1f} s, overhead per cell "
               f"(CPUs x wall - cell times) / cells = {per_cell:.2f} s): {len(outcome.done)} written, "
               f"{len(outcome.failed)} failed")
-        if outcome.interrupted:
-            print(f"interrupted: {len(outcome.unrun)} cells not finished; the same command resumes")
-            return EXIT_INTERRUPTED
-    states = classify(cells, out)
+        interrupted = outcome.interrupted
+    states = classify(cells, out)  # from the files: exact even if Ctrl-C came between a write and its count
     failed = [c for c in cells if states[c] == "failed"]
     summary = Counter(states.values())
     print(f"grid {grid.name}: {summary['done']} done, {summary['missing']} missing, "
           f"{summary['failed']} failed, {summary['not available']} not available")
+    if interrupted:
+        print("interrupted: the same command resumes")
+        return EXIT_INTERRUPTED
     if failed:
         print(f"failed cells: python -m harness.status {out} (details in {out / '_failed'})")
         return EXIT_FAILED

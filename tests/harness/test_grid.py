@@ -166,3 +166,19 @@ def test_list_and_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None
     assert text.count("\n  not available ") == 370 - available
     assert "robot-push-3-2 x rhokg-apx: 10 cells" in text and "hours" not in text
     assert "to run: " in text and "CPU time" in text
+
+
+def test_a_second_driver_on_the_same_folder_is_refused(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    other = subprocess.Popen(["sleep", "60"])  # a live process standing in for the first driver
+    try:
+        (out / "_running.lock").write_text(str(other.pid))
+        code = main(["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed0", "--out", str(out)])
+    finally:
+        other.kill()
+        other.wait()
+    err = capsys.readouterr().err
+    assert code == 2 and f"pid {other.pid}" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in out.iterdir()) == ["_running.lock"]

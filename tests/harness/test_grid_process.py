@@ -117,3 +117,39 @@ def test_driver_killed_mid_grid_then_resumed(tmp_path: Path) -> None:
     assert not [p for p in out.rglob(".*")], "temporary files left behind"
     assert not (out / "_running.lock").exists()
     assert len(read_results(out)) == 4 * len(specs)
+
+
+def test_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
+    grid_file = tmp_path / "kill.toml"
+    grid_file.write_text(KILL_GRID)
+    out = tmp_path / "out"
+    # SIGINT to the whole process group, as a terminal's Ctrl-C does (the local Ray's GCS, raylet and
+    # agents are in it); SIGINT restored to its default in case this test runs under a shell that
+    # ignores it for background jobs
+    driver = subprocess.Popen([sys.executable, "-m", "harness.run", "--grid", str(grid_file), "--out",
+                               str(out), "--num-cpus", "2", "--no-progress"], start_new_session=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        while len(visible_parquet(out)) < 2 and time.monotonic() < deadline and driver.poll() is None:
+            time.sleep(0.05)
+        assert driver.poll() is None, "the grid finished before it could be interrupted"
+        os.killpg(driver.pid, signal.SIGINT)
+        stdout, stderr = driver.communicate(timeout=60)
+        assert driver.returncode == 130, stderr[-2000:]
+        assert "Traceback" not in stderr and "interrupted" in stdout
+        time.sleep(2)
+        with contextlib.suppress(ProcessLookupError):  # Ray shut down with the driver: nothing left
+            os.killpg(driver.pid, 0)
+            raise AssertionError("processes of the interrupted run are still alive")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(driver.pid, signal.SIGKILL)
+    partial = visible_parquet(out)
+    assert 2 <= len(partial) < 16
+    assert not [p for p in out.rglob(".*")] and not (out / "_running.lock").exists()
+    assert all(pq.read_table(p).num_rows == 4 for p in partial)
+    # what a rerun would do (resuming itself is tested after SIGKILL above)
+    dry = grid_cli("--grid", str(grid_file), "--out", str(out), "--dry-run")
+    assert f"{len(partial)} done, {16 - len(partial)} to run" in dry.stdout
