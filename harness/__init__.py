@@ -1,1 +1,1 @@
-"""The harness: cells as pure functions of their specs, a Parquet store, and the command line."""
+"""The harness: cells as pure functions of their specs, grids of them on Ray, a Parquet store, the CLI."""
