@@ -181,6 +181,15 @@ def _alpha(value: object, where: str) -> float | str | None:
     return float(value)
 
 
+def _options(value: object, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise GridError(f"{where}: options must be a table, got {value!r}")
+    for key, option in value.items():
+        if not isinstance(option, str | int | float):  # bool is an int
+            raise GridError(f"{where}: option {key!r} must be a string, number or boolean, got {option!r}")
+    return value
+
+
 def _names(value: object, registered: Iterable[str], planned: Iterable[str], kind: str,
            where: str) -> list[str]:
     if isinstance(value, str):
@@ -216,7 +225,7 @@ def parse_grid(data: dict, name: str) -> Grid:
         "seeds": _seeds(data.get("seeds", 1), "seeds"),
         "iterations": _iterations(data.get("iterations"), "iterations"),
         "alpha": _alpha(data.get("alpha"), "alpha"),
-        "options": data.get("options", {}),
+        "options": _options(data.get("options", {}), "options"),
     }
     blocks = data.get("cells")
     if not isinstance(blocks, list) or not blocks or not all(isinstance(b, dict) for b in blocks):
@@ -237,13 +246,7 @@ def parse_grid(data: dict, name: str) -> Grid:
         iterations = (_iterations(block["iterations"], where) if "iterations" in block
                       else defaults["iterations"])
         alpha = _alpha(block["alpha"], where) if "alpha" in block else defaults["alpha"]
-        options = {**defaults["options"], **block.get("options", {})}
-        if not isinstance(options, dict):
-            raise GridError(f"{where}: options must be a table, got {options!r}")
-        for key, value in options.items():
-            if not isinstance(value, str | int | float):  # bool is an int
-                raise GridError(f"{where}: option {key!r} must be a string, number or boolean, "
-                                f"got {value!r}")
+        options = {**defaults["options"], **_options(block.get("options", {}), where)}
         if alpha == BELOW_MIN_MASS:
             for problem in problems:
                 if problem not in PROBLEMS:

@@ -96,6 +96,16 @@ BAD_FILES = [
     (GOOD_BLOCK.replace("random", "vucb-prob") + "options = { colour = 1 }\n", "colour"),
     (GOOD_BLOCK + "colour = 1\n", "unknown key 'colour'"),
     (GOOD_BLOCK + GOOD_BLOCK, "twice"),
+    ("options = 3\n" + GOOD_BLOCK, "options must be a table"),
+    (GOOD_BLOCK + 'options = "x"\n', "options must be a table"),
+    (GOOD_BLOCK + "options = { a = { b = 1 } }\n", "option 'a'"),
+    ("cells = 3\n", "[[cells]]"),
+    ("name = 5\n" + GOOD_BLOCK, "name"),
+    ('[[cells]]\nproblems = []\nalgorithms = ["random"]\n', "problems"),
+    ("seeds = true\n" + GOOD_BLOCK, "seeds"),
+    ('alpha = "abc"\n' + GOOD_BLOCK, "alpha"),
+    (GOOD_BLOCK + "iterations = 2.5\n", "iterations"),
+    (GOOD_BLOCK.replace("random", "vucb-prob") + 'alpha = "below-min-mass"\nseeds = [-1]\n', "seeds"),
 ]
 
 
