@@ -64,6 +64,18 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[[CellSpec], CellResult]) -> 
 _remote_cell = ray.remote(num_cpus=1, max_retries=0)(_execute_cell)
 
 
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast when ``host:port`` does not answer (``ray.init`` would retry for many minutes)."""
+    if address == "auto" or "://" in address or ":" not in address:
+        return
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except (OSError, ValueError) as error:
+        raise ConnectionError(f"nothing answers at {address} ({error})") from None
+
+
 def start_ray(address: str | None, num_cpus: int | None) -> float:
     """Join the cluster at ``address``, or start a local Ray with ``num_cpus`` CPUs (default: all);
     returns the seconds it took. Quiet: no dashboard, no worker output copied to the terminal."""
@@ -73,6 +85,7 @@ def start_ray(address: str | None, num_cpus: int | None) -> float:
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     kwargs = {"logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": True}
     if address:
+        _check_reachable(address)
         ray.init(address=address, **kwargs)
         return time.perf_counter() - start
     # Ctrl-C in a terminal signals the whole foreground process group, which holds the local Ray's

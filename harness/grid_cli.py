@@ -191,8 +191,10 @@ def main(argv: list[str]) -> int:
           f"{counts['failed']} failed, {len(unavailable)} not available")
     if unavailable:
         _print_unavailable(unavailable)
-    cpus = args.num_cpus or (None if args.address else os.cpu_count()) or 1
-    estimate = f"about {_duration(sum(costs))} of CPU time, {_duration(sum(costs) / cpus)} on {cpus} CPUs"
+    estimate = f"about {_duration(sum(costs))} of CPU time"
+    if not args.address:  # a cluster's size is known only once joined
+        cpus = args.num_cpus or os.cpu_count() or 1
+        estimate += f", {_duration(sum(costs) / cpus)} on {cpus} CPUs"
     if args.dry_run:
         run_set = set(to_run)
         for spec in cells:
@@ -218,17 +220,25 @@ def main(argv: list[str]) -> int:
 
 def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: list[CellSpec],
          costs: list[float], out: Path, estimate: str) -> int:
+    ray_start = 0.0
+    if to_run:  # Ray first: a cluster that cannot be joined is a one-line error, with nothing written
+        from harness.execute import start_ray  # Ray is imported only to run cells
+
+        print(f"running {len(to_run)} cells, {estimate} (estimate)")
+        try:
+            ray_start = start_ray(args.address, args.num_cpus)
+        except (ConnectionError, RuntimeError, ValueError) as error:
+            where = f"join the Ray cluster at {args.address}" if args.address else "start a local Ray"
+            raise UsageError(f"cannot {where}: {str(error).strip().splitlines()[0]}") from None
+        print(f"Ray ready in {ray_start:.1f} s")
     removed = remove_stale_temporaries(out)
     if removed:
         print(f"removed {removed} temporary file(s) left by an interrupted run")
     write_manifest(out, grid.name, list(grid.cells))
     interrupted = False
     if to_run:
-        from harness.execute import run_cells, start_ray  # Ray is imported only to run cells
+        from harness.execute import run_cells
 
-        print(f"running {len(to_run)} cells, {estimate} (estimate)")
-        ray_start = start_ray(args.address, args.num_cpus)
-        print(f"Ray ready in {ray_start:.1f} s")
         outcome = run_cells(to_run, out, costs, args.max_in_flight, progress=not args.no_progress)
         ran = len(outcome.done) + len(outcome.failed)
         cpus = _cpus_used()

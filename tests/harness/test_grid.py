@@ -1,6 +1,7 @@
 """Grids as data and the grid command line's input checks (no Ray: everything here fails before it)."""
 
 import itertools
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -192,3 +193,15 @@ def test_a_second_driver_on_the_same_folder_is_refused(tmp_path: Path,
     err = capsys.readouterr().err
     assert code == 2 and f"pid {other.pid}" in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in out.iterdir()) == ["_running.lock"]
+
+
+def test_an_unreachable_cluster_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    with socket.socket() as probe:  # a port that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = tmp_path / "out"
+    code = main(["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed0", "--out", str(out),
+                 "--address", f"127.0.0.1:{port}", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and f"127.0.0.1:{port}" in err, err
+    assert not [p for p in out.rglob("*")]  # no cell, no manifest, no lock
