@@ -1,0 +1,102 @@
+"""The stored rows as the analysis sees them: log10 regret with an explicit floor, final iterations,
+and the check that no regret is negative beyond numerical noise.
+
+A *cell* is one (problem, algorithm, options, alpha, iterations, seed) run; a *series* is the same
+without the seed: the seeds of a series are averaged in a figure and paired across series in a test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.store import read_metadata, read_results, result_files
+
+#: Columns that identify a series (one line of a figure, one side of a paired test).
+SERIES_KEYS = ["problem", "alpha", "target", "algorithm", "options", "iterations"]
+#: Columns that identify a cell.
+CELL_KEYS = [*SERIES_KEYS, "seed"]
+
+#: Regret at or below this value is drawn and tested at this value (log10 = -9). The optima are
+#: certified to about 1e-11 (README, "Problems") and VaR differences below 1e-9 are not resolved by
+#: the search, so a smaller regret is "the optimum reached" rather than a measurement.
+DEFAULT_FLOOR = 1e-9
+#: A regret below minus this value cannot come from rounding: the stored optimum is beaten.
+NEGATIVE_TOLERANCE = 1e-9
+
+
+class NegativeRegretError(ValueError):
+    """A stored regret below ``-NEGATIVE_TOLERANCE``: the cell's optimum is wrong."""
+
+
+def load_results(out: Path) -> tuple[pd.DataFrame, dict[str, dict]]:
+    """The rows of every finished cell under ``out`` (:func:`harness.store.read_results`) with
+    ``iterations`` and ``options`` taken from each file's ``varbo`` metadata, and that metadata by
+    spec hash.
+
+    ``read_results`` passes ``schema=ROW_SCHEMA`` to ``pq.read_table``, which drops the file's
+    metadata, so its ``iterations`` come back null and its ``options`` always ``{}``; the metadata is
+    read here once more (schemas only) so that cells differing in options or iterations stay apart.
+    """
+    frame = read_results(out)
+    metas = {path.stem.rsplit("-", 1)[-1]: read_metadata(path) for path in result_files(out)}
+    iterations = {h: m.get("iterations") for h, m in metas.items()}
+    options = {h: json.dumps(dict(m.get("spec", {}).get("options", [])), sort_keys=True)
+               for h, m in metas.items()}
+    if not frame.empty:
+        frame["iterations"] = frame["spec_hash"].map(iterations).fillna(frame["iterations"])
+        frame["options"] = frame["spec_hash"].map(options).fillna(frame["options"])
+    return frame, metas
+
+
+def check_regret(frame: pd.DataFrame, tolerance: float = NEGATIVE_TOLERANCE) -> None:
+    """Raise :class:`NegativeRegretError` naming every cell with a regret below ``-tolerance``."""
+    bad = frame.loc[frame["regret"] < -tolerance]
+    if bad.empty:
+        return
+    worst = bad.loc[bad.groupby(CELL_KEYS, sort=True, dropna=False)["regret"].idxmin()]
+    lines = [
+        f"  {r.problem}/{r.algorithm}/seed{r.seed} alpha={r.alpha:.4g} target={r.target} "
+        f"options={r.options}: regret {r.regret:.3e} at iteration {r.iteration} "
+        f"(stored optimum {r.optimum:.12g}, achieved {r.optimum - r.regret:.12g})"
+        for r in worst.itertuples()
+    ]
+    raise NegativeRegretError(
+        f"{len(worst)} cell(s) have a regret below -{tolerance:g}: a recommendation beats the stored "
+        "optimum, so the optimum (problems/optima.json or the alpha-specific search) is wrong:\n"
+        + "\n".join(lines))
+
+
+def with_log_regret(frame: pd.DataFrame, floor: float = DEFAULT_FLOOR) -> pd.DataFrame:
+    """``frame`` plus ``at_floor`` (regret <= floor) and ``log10_regret`` (log10 max(regret, floor)).
+
+    Call :func:`check_regret` first: this function floors whatever it is given.
+    """
+    if not floor > 0:
+        raise ValueError(f"the floor must be positive, got {floor}")
+    regret = frame["regret"].to_numpy(dtype=float)
+    out = frame.copy()
+    out["at_floor"] = regret <= floor
+    out["log10_regret"] = np.log10(np.maximum(regret, floor))
+    return out
+
+
+def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell: its last stored iteration (the planned ``iterations`` for a finished cell)."""
+    last = frame.groupby(CELL_KEYS, sort=False, dropna=False)["iteration"].transform("max")
+    return frame.loc[frame["iteration"] == last].reset_index(drop=True)
+
+
+def normalise(frame: pd.DataFrame) -> pd.DataFrame:
+    """Column types the analysis relies on (string keys, float alpha) whatever pandas inferred."""
+    out = frame.copy()
+    for column in ("problem", "algorithm", "target", "options"):
+        out[column] = out[column].astype(str)
+    out["alpha"] = out["alpha"].astype(float)
+    out["iterations"] = out["iterations"].fillna(-1).astype("int64")
+    out["seed"] = out["seed"].astype("int64")
+    out["iteration"] = out["iteration"].astype("int64")
+    return out

@@ -1,0 +1,105 @@
+"""Where the results came from: package versions and git commits recorded in the cell files, the grid
+(``_grid.json``), and which of its cells are completed, failed (records under ``_failed/``) or missing.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from collections import Counter
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+
+import pandas as pd
+
+from harness.grid import unavailable_reason
+from harness.store import failure_files, read_failure, read_manifest, spec_hash
+
+_ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas", "pyarrow", "matplotlib", "seaborn")
+
+
+def _seeds_text(seeds: list[int]) -> str:
+    seeds = sorted(set(seeds))
+    runs, start = [], None
+    for i, s in enumerate(seeds):
+        if start is None:
+            start = s
+        if i + 1 == len(seeds) or seeds[i + 1] != s + 1:
+            runs.append(str(start) if start == s else f"{start}-{s}")
+            start = None
+    return ",".join(runs)
+
+
+def _alpha_text(alpha: float | None) -> str:
+    return "default" if alpha is None else f"{alpha:.4g}"
+
+
+def cell_status(out: Path, metas: dict[str, dict]) -> dict:
+    """Completed, failed and missing cells of ``out``, each as a table grouped by (problem, algorithm,
+    alpha, iterations) with the seeds listed; and the versions and commits found in the files.
+
+    ``metas``: the ``varbo`` metadata of every finished cell file by spec hash
+    (:func:`analysis.data.load_results`)."""
+    versions: Counter = Counter()
+    commits: Counter = Counter()
+    pythons: Counter = Counter()
+    done_hashes = set(metas)
+    for meta in metas.values():
+        info = meta.get("provenance", {})
+        commits[info.get("git_commit") or "unknown"] += 1
+        pythons[info.get("python") or "unknown"] += 1
+        versions[json.dumps(info.get("packages", {}), sort_keys=True)] += 1
+    failed_rows = []
+    failed_hashes = set()
+    for path in failure_files(out):
+        record = read_failure(path)
+        spec = record.get("spec", {})
+        failed_hashes.add(record.get("spec_hash"))
+        failed_rows.append({"problem": spec.get("problem"), "algorithm": spec.get("algorithm"),
+                            "alpha": _alpha_text(spec.get("alpha")), "iterations": spec.get("iterations"),
+                            "seed": spec.get("seed"), "message": record.get("message", "")})
+    manifest = read_manifest(out)
+    grid_name, missing_rows = None, []
+    n_grid = 0
+    if manifest is not None:
+        grid_name, specs = manifest
+        n_grid = len(specs)
+        for spec in specs:
+            h = spec_hash(spec)
+            if h in done_hashes or h in failed_hashes:
+                continue
+            missing_rows.append({"problem": spec.problem, "algorithm": spec.algorithm,
+                                 "alpha": _alpha_text(spec.alpha), "iterations": spec.iterations,
+                                 "seed": spec.seed, "reason": unavailable_reason(spec) or "not run yet"})
+    return {"grid": grid_name, "n_grid_cells": n_grid, "n_done": len(metas), "n_failed": len(failed_rows),
+            "n_missing": len(missing_rows), "failed": _grouped(failed_rows, "message"),
+            "missing": _grouped(missing_rows, "reason"), "commits": dict(commits), "python": dict(pythons),
+            "package_sets": {k: v for k, v in versions.items()}}
+
+
+def _grouped(rows: list[dict], extra: str) -> pd.DataFrame:
+    columns = ["problem", "algorithm", "alpha", "iterations", extra, "cells", "seeds"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    frame = pd.DataFrame(rows)
+    frame["iterations"] = frame["iterations"].map(lambda t: "default" if pd.isna(t) else str(int(t)))
+    grouped = frame.groupby(["problem", "algorithm", "alpha", "iterations", extra], sort=False)
+    table = grouped["seed"].agg(cells="size", seeds=lambda s: _seeds_text(list(s))).reset_index()
+    return table[columns]
+
+
+def analysis_environment() -> dict:
+    """Versions of the packages that made the report, and this checkout's commit."""
+    versions = {}
+    for package in _ANALYSIS_PACKAGES:
+        try:
+            versions[package] = importlib_metadata.version(package)
+        except importlib_metadata.PackageNotFoundError:
+            versions[package] = None
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                                capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"python": platform.python_version(), "packages": versions, "git_commit": commit}

@@ -1,0 +1,295 @@
+"""``python -m analysis.report RESULTS_DIR [--out DIR]``: figures, timing comparison and claims table.
+
+Reads the stored rows of a results folder (complete or not) and writes to DIR (default
+``RESULTS_DIR/_report``, which the results readers skip):
+
+* ``report.md`` and ``report.html`` (one self-contained file, figures embedded);
+* ``fig3_discrete``, ``fig4_continuous``, ``fig5_simulated``, ``fig_alpha0``, ``fig_other`` (when some
+  setting is outside the paper's figures), ``fig_timing``: PNG and PDF;
+* ``bands.csv`` / ``bands.parquet`` (mean log10 regret and its 70 % band per series and iteration),
+  ``final_regret.csv`` (one row per cell), ``timing.csv``, ``timing_ratio.csv``, ``claims.csv``,
+  ``claims_overall.csv``.
+
+Exit codes: 0 on success, 1 when a stored regret is below -1e-9 (the cell's optimum is wrong; the
+message names the cells), 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis import claims as claims_module
+from analysis.bands import BAND_LEVEL, band_table
+from analysis.claims import (
+    EQUIVALENCE_MARGIN,
+    MIN_SEEDS,
+    QUERY_TOLERANCE,
+    SIGNIFICANCE,
+    claims_table,
+    overall,
+)
+from analysis.data import (
+    DEFAULT_FLOOR,
+    NEGATIVE_TOLERANCE,
+    SERIES_KEYS,
+    NegativeRegretError,
+    check_regret,
+    final_rows,
+    load_results,
+    normalise,
+    with_log_regret,
+)
+from analysis.figures import assign_figures, colours, regret_figures, timing_figure
+from analysis.provenance import analysis_environment, cell_status
+from analysis.timing import ratio_table, timing_table
+
+EXIT_NEGATIVE_REGRET = 1
+EXIT_USAGE = 2
+
+
+# ---------------------------------------------------------------------------------------------------
+# Markdown and HTML side by side
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float | np.floating):
+        if np.isnan(value):
+            return ""
+        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
+            return f"{value:.3e}"
+        return f"{value:.4g}"
+    return str(value)
+
+
+class Document:
+    """A report written once and rendered as Markdown and as self-contained HTML."""
+
+    def __init__(self, title: str) -> None:
+        self.md: list[str] = [f"# {title}", ""]
+        self.html: list[str] = [f"<h1>{html.escape(title)}</h1>"]
+        self.title = title
+
+    def heading(self, text: str, level: int = 2) -> None:
+        self.md += [f"{'#' * level} {text}", ""]
+        self.html.append(f"<h{level}>{html.escape(text)}</h{level}>")
+
+    def para(self, text: str) -> None:
+        self.md += [text, ""]
+        self.html.append(f"<p>{html.escape(text)}</p>")
+
+    def bullets(self, items: list[str]) -> None:
+        self.md += [f"- {item}" for item in items] + [""]
+        self.html.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>")
+
+    def table(self, frame: pd.DataFrame, empty: str = "(none)") -> None:
+        if frame.empty:
+            self.para(empty)
+            return
+        cells = [[_fmt(v).replace("|", "\\|").replace("\n", " ") for v in row]
+                 for row in frame.itertuples(index=False)]  # report-sized tables only
+        header = [str(c) for c in frame.columns]
+        self.md += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        self.md += ["| " + " | ".join(row) + " |" for row in cells] + [""]
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
+                       for row in frame.itertuples(index=False))
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in header)
+        self.html.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+    def figure(self, title: str, png: Path, pdf: Path) -> None:
+        self.md += [f"![{title}]({png.name})", "", f"({pdf.name} for print)", ""]
+        data = base64.b64encode(png.read_bytes()).decode()
+        self.html.append(f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{data}">'
+                         f"<figcaption>{html.escape(title)}</figcaption></figure>")
+
+    def write(self, out: Path) -> tuple[Path, Path]:
+        md_path, html_path = out / "report.md", out / "report.html"
+        md_path.write_text("\n".join(self.md))
+        style = ("body{font-family:sans-serif;max-width:1200px;margin:auto;padding:1em}"
+                 "table{border-collapse:collapse;font-size:12px;margin:0.5em 0}"
+                 "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+                 "th{background:#eee}img{max-width:100%}")
+        title = html.escape(self.title)
+        html_path.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>"
+                             f"<style>{style}</style></head><body>{''.join(self.html)}</body></html>")
+        return md_path, html_path
+
+
+# ---------------------------------------------------------------------------------------------------
+# the report
+
+
+def final_band_summary(bands: pd.DataFrame) -> pd.DataFrame:
+    """The last iteration of every series: seeds, seeds at the floor, mean and 70 % band."""
+    last = bands.loc[bands.groupby(SERIES_KEYS, dropna=False)["iteration"].idxmax()]
+    columns = ["figure", "problem", "alpha", "target", "algorithm", "options", "iteration", "n_seeds",
+               "n_floor", "mean", "lower", "upper"]
+    return last[columns].sort_values(["figure", "problem", "alpha", "algorithm"])
+
+
+def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR) -> dict[str, Path]:
+    """Write every output of the report for ``results`` into ``out``; returns the paths by name.
+
+    Raises :class:`~analysis.data.NegativeRegretError` when a stored regret is below -1e-9.
+    """
+    started = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    frame, metas = load_results(results)
+    if frame.empty:
+        raise ValueError(f"{results} holds no finished cells (no *.parquet outside '_'/'.' folders)")
+    frame = normalise(frame)
+    check_regret(frame)
+    frame = with_log_regret(frame, floor)
+    t_read = time.perf_counter() - started
+
+    bands = band_table(frame)
+    panels = assign_figures(bands)
+    bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
+    finals = final_rows(frame)
+    claims = claims_table(frame, finals)
+    verdicts = overall(claims)
+    timing = timing_table(frame)
+    ratios = ratio_table(timing)
+    status = cell_status(results, metas)
+
+    paths: dict[str, Path] = {}
+    bands_out = bands[["figure", *[c for c in bands.columns if c != "figure"]]]
+    for name, table in (("bands", bands_out), ("timing", timing), ("timing_ratio", ratios),
+                        ("claims", claims), ("claims_overall", verdicts)):
+        paths[f"{name}.csv"] = out / f"{name}.csv"
+        table.to_csv(paths[f"{name}.csv"], index=False)
+    paths["bands.parquet"] = out / "bands.parquet"
+    bands_out.to_parquet(paths["bands.parquet"], index=False)
+    paths["final_regret.csv"] = out / "final_regret.csv"
+    finals[["problem", "algorithm", "options", "alpha", "target", "iterations", "seed", "iteration", "regret",
+            "at_floor", "log10_regret"]].to_csv(paths["final_regret.csv"], index=False)
+
+    palette = colours(sorted(frame["algorithm"].unique()))
+    figures = regret_figures(bands, panels, palette, out)
+    figures.append(timing_figure(timing, palette, out))
+    for name, _, fig_paths in figures:
+        paths[f"{name}.png"], paths[f"{name}.pdf"] = fig_paths["png"], fig_paths["pdf"]
+
+    doc = _document(results, frame, bands, panels, claims, verdicts, timing, ratios, status, figures, floor)
+    paths["report.md"], paths["report.html"] = doc.write(out)
+    elapsed = time.perf_counter() - started
+    print(f"analysis.report: {status['n_done']} cells, {len(frame)} rows read in "
+          f"{t_read:.1f} s; report written to {out} in {elapsed:.1f} s", file=sys.stderr)
+    return paths
+
+
+def _document(results, frame, bands, panels, claims, verdicts, timing, ratios, status, figures,
+              floor) -> Document:
+    doc = Document(f"varbo-bench report: {results}")
+    env = analysis_environment()
+    n_cells = frame.groupby(["problem", "algorithm", "options", "alpha", "iterations", "seed"]).ngroups
+    doc.para(f"{n_cells} cells ({len(frame)} rows) from {results}. Grid: {status['grid'] or 'no _grid.json'}"
+             f" ({status['n_grid_cells']} cells listed); completed {status['n_done']}, "
+             f"failed {status['n_failed']}, missing {status['n_missing']}.")
+
+    doc.heading("Claims")
+    doc.para(
+        f"Tests: paired by seed (initial designs and noise are shared per (problem, seed)), on "
+        f"final-iteration log10 regret (regret floored at {floor:g}). 'A beats B': one-sided Wilcoxon "
+        f"signed-rank test, "
+        f"reproduced if p < {SIGNIFICANCE}; not reproduced if B is significantly lower or the two are "
+        f"equivalent. 'On par': equivalence within +-{EQUIVALENCE_MARGIN} log10 units (final regrets "
+        f"within a factor of {10 ** EQUIVALENCE_MARGIN:.2f}) by two one-sided Wilcoxon signed-rank tests "
+        f"(TOST), "
+        f"reproduced if p < {SIGNIFICANCE}; not reproduced only if the two-sided test rejects and |median "
+        f"difference| > margin. Fewer than {MIN_SEEDS} paired seeds: inconclusive. C7 compares the stored "
+        f"queries (x, z) of every iteration (tolerance {QUERY_TOLERANCE:g}). C8 compares per-cell median "
+        f"acquisition time (t_acq_s). No correction for multiple sub-claims; each p-value is reported. Only "
+        f"cells with default algorithm options enter the claims.")
+    doc.table(verdicts)
+    shown = claims.assign(p_value=claims["p_value"])[
+        ["claim", "problem", "verdict", "n_seeds", "p_value", "effect", "statistic", "data", "note"]]
+    doc.table(shown)
+
+    doc.heading("Regret curves")
+    doc.para(
+        f"Mean over seeds of log10 regret per iteration (iteration 0 is the initial design) with the "
+        f"{BAND_LEVEL:.0%} two-sided confidence band of the mean, mean +- t(0.85, n-1) sd / sqrt(n). "
+        f"Regret is the current recommendation's (not best-so-far). Regret <= {floor:g} (the optimum "
+        f"reached) is set to {floor:g} (log10 = {np.log10(floor):.0f}); the legend gives the seeds at the "
+        f"floor at the last iteration, bands.csv at every iteration. Regret below -{NEGATIVE_TOLERANCE:g} "
+        f"stops the report. The alpha -> 0 figure uses the worst-case target max_x min_z f(x, z).")
+    for name, title, fig_paths in figures:
+        if name != "fig_timing":
+            doc.figure(title, fig_paths["png"], fig_paths["pdf"])
+    doc.heading("Final iteration", 3)
+    doc.table(final_band_summary(bands))
+
+    doc.heading("Timing")
+    doc.para("Per-iteration times over iterations >= 1 (median and interquartile range, seconds); total "
+             "cell time = the sum of t_fit_s, t_acq_s, t_rec_s and t_eval_s over a cell's rows (median and "
+             "IQR over cells). Ratios: rho-KG^apx median / V-UCB median.")
+    name, title, fig_paths = figures[-1]
+    doc.figure(title, fig_paths["png"], fig_paths["pdf"])
+    doc.table(timing)
+    doc.heading("rho-KG^apx / V-UCB", 3)
+    doc.table(ratios, empty="No problem has both rho-KG^apx and V-UCB cells.")
+
+    doc.heading("Provenance")
+    doc.bullets([
+        f"results folder: {results}",
+        f"grid: {status['grid'] or 'unknown (no _grid.json)'}, {status['n_grid_cells']} cells",
+        "seeds found: " + ", ".join(f"{k}: {v}" for k, v in _seeds_by_problem(frame).items()),
+        "git commits of the cells: " + ", ".join(f"{k} ({v} cells)" for k, v in status["commits"].items()),
+        "python of the cells: " + ", ".join(f"{k} ({v} cells)" for k, v in status["python"].items()),
+        *[f"packages of {v} cells: {k}" for k, v in status["package_sets"].items()],
+        f"analysis: git {env['git_commit']}, python {env['python']}, {json.dumps(env['packages'])}",
+    ])
+    doc.heading("Failed cells", 3)
+    doc.table(status["failed"], empty="No failure records.")
+    doc.heading("Missing cells", 3)
+    doc.table(status["missing"], empty="None missing from the recorded grid." if status["grid"]
+              else "No grid recorded (_grid.json), so missing cells cannot be listed; see the claims' notes.")
+    return doc
+
+
+def _seeds_by_problem(frame: pd.DataFrame) -> dict[str, str]:
+    seeds = frame.groupby("problem")["seed"].unique()
+    return {p: claims_module._seeds_text(s) for p, s in seeds.items()}
+
+
+# ---------------------------------------------------------------------------------------------------
+# command line
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis.report", description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, help="a results folder (python -m harness.run --out)")
+    parser.add_argument("--out", type=Path, default=None, help="report folder (default RESULTS/_report)")
+    parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
+                        help=f"regret at or below this is drawn and tested at it (default {DEFAULT_FLOOR:g})")
+    args = parser.parse_args(argv)
+    if not args.results.is_dir():
+        print(f"analysis.report: error: {args.results} is not a folder", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.floor > 0:
+        print(f"analysis.report: error: --floor must be positive, got {args.floor}", file=sys.stderr)
+        return EXIT_USAGE
+    out = args.out if args.out is not None else args.results / "_report"
+    try:
+        build_report(args.results, out, args.floor)
+    except NegativeRegretError as error:
+        print(f"analysis.report: error: {error}", file=sys.stderr)
+        return EXIT_NEGATIVE_REGRET
+    except ValueError as error:
+        print(f"analysis.report: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(out / "report.html")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
