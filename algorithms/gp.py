@@ -157,12 +157,15 @@ def fit_gp(
     after the data would support the smooth one. A start that raises is retried once from
     :data:`INITIAL_HYPERS` with a lengthscale jitter drawn from ``generator``; if nothing succeeds,
     the previous hyperparameters are kept and the failure is reported, never hidden.
+
+    The returned model is frozen (``requires_grad`` off): acquisition gradients then flow to the
+    query points only, not back into the hyperparameters.
     """
     if not refit and previous is not None:
         model = make_gp(train_X, train_Y)
         copy_hypers(previous, model)
         model.eval()
-        return model, FitReport(refit=False)
+        return model.requires_grad_(False), FitReport(refit=False)
     starts: list[SingleTaskGP | None] = [None] if previous is None else [previous, None]
     best: tuple[float, SingleTaskGP] | None = None
     messages, attempts, failures = [], 0, 0
@@ -194,8 +197,9 @@ def fit_gp(
         if previous is not None:
             copy_hypers(previous, model)
         model.eval()
-        return model, FitReport(refit=True, ok=False, attempts=attempts, message=messages[-1])
-    return best[1], FitReport(refit=True, ok=True, attempts=attempts,
+        return model.requires_grad_(False), FitReport(refit=True, ok=False, attempts=attempts,
+                                                      message=messages[-1])
+    return best[1].requires_grad_(False), FitReport(refit=True, ok=True, attempts=attempts,
                               message=messages[-1] if messages else "")
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from algorithms.base import Algorithm
 from algorithms.random_search import RandomSearch
+from algorithms.rhokg import RhoKGApx
 from algorithms.stableopt import StableOpt
 from algorithms.vucb import VUCBProb, VUCBUnif
 
@@ -18,4 +19,5 @@ ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "vucb-prob": VUCBProb,
     "stableopt": StableOpt,
     "random": RandomSearch,
+    "rhokg-apx": RhoKGApx,
 }

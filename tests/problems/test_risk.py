@@ -81,3 +81,18 @@ def test_gradient_flows_to_the_selected_value_only() -> None:
 def test_alpha_outside_the_open_unit_interval_is_rejected(alpha: float) -> None:
     with pytest.raises(ValueError, match="alpha"):
         weighted_var(torch.zeros(3), torch.full((3,), 1 / 3), alpha)
+
+
+def test_partial_sort_path_and_its_fallback_agree_with_a_full_sort() -> None:
+    # n = 100 takes the top-k path; rows whose smallest values carry little mass fall back
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(500, 100))
+    masses = rng.dirichlet(np.full(100, 0.3))
+    masses_t = torch.tensor(masses)
+    for alpha in (0.01, 0.1, 0.5, 0.93):
+        got = weighted_var(torch.tensor(values), masses_t, alpha).numpy()
+        order = np.argsort(values, axis=-1, kind="stable")
+        cumulative = np.cumsum(masses[order], axis=-1)
+        first = np.argmax(cumulative >= alpha - 1e-12, axis=-1)
+        expected = np.take_along_axis(values, order, -1)[np.arange(500), first]
+        np.testing.assert_array_equal(got, expected)

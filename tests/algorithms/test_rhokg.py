@@ -1,0 +1,127 @@
+"""rho-KG^apx: the risk estimate against brute-force Monte Carlo, the fast acquisition value against
+the straightforward BoTorch one, the two-time-scale path, the recommendation rule, a short run."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from botorch.utils.sampling import draw_sobol_normal_samples
+
+from algorithms.gp import fit_gp
+from algorithms.rhokg import FastRhoKG, RhoKGAcquisition, RhoKGApx, WSet, reference_value
+from harness.cell import CellSpec, run_cell
+from problems import build_problem
+from problems.seeding import generator
+
+
+def small_model(name: str, n: int, seed: int):
+    p = build_problem(name, with_optimum=False)
+    g = generator("rhokg-test", seed)
+    X = torch.rand(n, p.d_x, generator=g, dtype=torch.float64)
+    Z = p.z.sample_support(n, g)
+    Y = p.observe(X, Z, torch.randn(n, generator=g, dtype=torch.float64)).unsqueeze(-1)
+    model, _ = fit_gp(torch.cat([X, Z], -1), Y, None, refit=True,
+                      generator=torch.Generator().manual_seed(0))
+    return p, model, X
+
+
+def base_samples(K: int, M: int, m: int, seed: int):
+    eps_now = draw_sobol_normal_samples(m, M, dtype=torch.float64, seed=seed)
+    xi = draw_sobol_normal_samples(1, K, dtype=torch.float64, seed=seed + 1).reshape(-1)
+    eps = draw_sobol_normal_samples(K * m, M, dtype=torch.float64, seed=seed + 2)
+    return eps_now, xi, eps.reshape(M, K, m).transpose(0, 1).contiguous()
+
+
+def test_risk_estimate_matches_brute_force_monte_carlo() -> None:
+    # E_n[VaR] with many samples against an independent Monte Carlo with numpy's own sampler
+    p, model, X = small_model("branin-1-1-discrete", 8, 0)
+    w = WSet(p.z.points[::10], torch.softmax(-((p.z.points[::10, 0] - 0.5) ** 2) / 0.02, 0))
+    m, M = w.points.shape[0], 4096
+    eps_now = draw_sobol_normal_samples(m, M, dtype=torch.float64, seed=3)
+    est = FastRhoKG(model, w, 0.3, X, eps_now, eps_now.reshape(1, M, m))
+    x = torch.tensor([[0.2], [0.7]], dtype=torch.float64)
+    fast = est.estimate_now(x).numpy()
+    rng = np.random.default_rng(0)
+    for i in range(2):
+        A = torch.cat([x[i].expand(m, 1), w.points], -1)
+        with torch.no_grad():
+            post = model.posterior(A)
+            mean = post.mean.squeeze(-1).numpy()
+            cov = post.mvn.covariance_matrix.numpy()
+        draws = rng.multivariate_normal(mean, cov + 1e-10 * np.eye(m), size=200_000,
+                                        method="eigh")
+        order = np.argsort(draws, axis=-1)
+        cumulative = np.cumsum(w.weights.numpy()[order], axis=-1)
+        first = np.argmax(cumulative >= 0.3 - 1e-12, axis=-1)
+        var = np.take_along_axis(draws, order, -1)[np.arange(draws.shape[0]), first]
+        standard_error = var.std() / math.sqrt(M)
+        assert abs(fast[i] - var.mean()) < 4 * standard_error + 1e-3, (fast[i], var.mean())
+
+
+@pytest.mark.parametrize("root", ["update", "cholesky"])
+@pytest.mark.parametrize("kind", ["discrete", "continuous"])
+def test_fast_value_equals_the_straightforward_one(root: str, kind: str) -> None:
+    p, model, X = small_model("branin-1-1-discrete", 10, 1)
+    g = torch.Generator().manual_seed(2)
+    if kind == "discrete":
+        w = WSet(p.z.points, p.z.masses)
+    else:
+        w = WSet(0.25 + 0.5 * torch.rand(10, 1, generator=g, dtype=torch.float64),
+                 torch.full((10,), 0.1, dtype=torch.float64))
+    K, M, m = 6, 7, w.points.shape[0]
+    eps_now, xi, eps = base_samples(K, M, m, 11)
+    est = FastRhoKG(model, w, 0.1, X, eps_now, eps, root=root)
+    best = float(est.now_past.max())
+    candidates = torch.rand(5, 2, generator=g, dtype=torch.float64)
+    fast = RhoKGAcquisition(model, est, xi, eps, best, tts_frequency=1)(candidates.unsqueeze(-2))
+    slow = [reference_value(model, c, w, 0.1, X, xi, eps, best, root=root) for c in candidates]
+    np.testing.assert_allclose(fast.detach().numpy(), slow, rtol=0, atol=1e-7)
+
+
+def test_two_time_scale_reuse_evaluates_each_fantasy_at_its_remembered_argmax() -> None:
+    p, model, X = small_model("hartmann-1-2-discrete", 12, 2)
+    w = WSet(p.z.points, p.z.masses)
+    K, M, m = 5, 6, w.points.shape[0]
+    eps_now, xi, eps = base_samples(K, M, m, 5)
+    est = FastRhoKG(model, w, 0.1, X, eps_now, eps)
+    candidates = torch.rand(3, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    acq = RhoKGAcquisition(model, est, xi, eps, 0.0, tts_frequency=3)
+    first = acq(candidates.unsqueeze(-2))  # searches S
+    full = est.fantasy_estimates(candidates, xi, eps)  # b x J x K
+    torch.testing.assert_close(first, full.max(dim=1).values.mean(-1))
+    moved = candidates.clone()
+    moved[:, 0] += 0.01  # the candidate moves; its remembered x' stay where they were
+    second = acq(moved.unsqueeze(-2))
+    remembered = est.fantasy_estimates(moved, xi, eps, inner=acq.inner)[:, 0].mean(-1)
+    torch.testing.assert_close(second, remembered)
+
+
+def test_recommendation_is_the_past_x_with_the_best_estimate() -> None:
+    p, model, X = small_model("branin-1-1-discrete", 9, 3)
+    algorithm = RhoKGApx(p, seed_root=4)
+    train_X = model.train_inputs[0]
+    rec = algorithm.recommend(model, train_X)
+    est = algorithm.estimator(model, train_X, f"recommend-{train_X.shape[0]}")
+    values = est.estimate_now(algorithm.observed_x(train_X))
+    assert torch.equal(rec.x, algorithm.observed_x(train_X)[int(values.argmax())])
+    assert rec.info["var_mean_rec"] == pytest.approx(float(values.max()))
+
+
+def test_bad_options_are_rejected() -> None:
+    p = build_problem("branin-1-1-discrete", with_optimum=False)
+    with pytest.raises(ValueError, match="num_fantasies"):
+        RhoKGApx(p, 0, num_fantasies=0)
+    with pytest.raises(TypeError):
+        RhoKGApx(p, 0, nope=1)
+
+
+def test_a_short_rhokg_run_on_branin_lowers_the_regret() -> None:
+    # reduced search effort (the estimator is unchanged) so that the test takes seconds
+    options = {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}
+    rows = run_cell(CellSpec.make("branin-1-1-discrete", "rhokg-apx", seed=1, iterations=8,
+                                  options=options)).rows
+    assert all(len(r["z"]) == 1 for r in rows[1:])
+    support = build_problem("branin-1-1-discrete", with_optimum=False).z.points[:, 0].tolist()
+    assert all(r["z"][0] in support for r in rows[1:])  # w stays on the discrete support
+    assert min(r["regret"] for r in rows[1:]) < rows[0]["regret"]
