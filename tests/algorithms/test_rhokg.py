@@ -98,7 +98,7 @@ def test_two_time_scale_reuse_evaluates_each_fantasy_at_its_remembered_argmax() 
 
 
 def test_recommendation_is_the_past_x_with_the_best_estimate() -> None:
-    p, model, X = small_model("branin-1-1-discrete", 9, 3)
+    p, model, _ = small_model("branin-1-1-discrete", 9, 3)
     algorithm = RhoKGApx(p, seed_root=4)
     train_X = model.train_inputs[0]
     rec = algorithm.recommend(model, train_X)
