@@ -94,7 +94,7 @@ def start_ray(address: str | None, num_cpus: int | None) -> float:
     # cancels its tasks and shuts Ray down.
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, **kwargs)
+        ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, **kwargs)
     finally:
         signal.signal(signal.SIGINT, previous)
     return time.perf_counter() - start
