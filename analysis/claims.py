@@ -73,6 +73,7 @@ class Sub:
 
     claim: str
     problem: str
+    comparison: str  # "A vs B"
     data: str
     statistic: str
     effect: str
@@ -83,12 +84,47 @@ class Sub:
     note: str = ""
 
 
-def _signed_rank(d: np.ndarray, alternative: str) -> float:
-    """Wilcoxon signed-rank p-value of ``d`` (zeros dropped); 1 when every difference is zero."""
+#: Above this many nonzero differences the signed-rank p-value uses the normal approximation.
+EXACT_MAX_N = 50
+
+
+def signed_rank_p(d: np.ndarray, alternative: str) -> float:
+    """Wilcoxon signed-rank p-value of the paired differences ``d`` (zeros dropped, Wilcoxon's
+    convention; ties get midranks).
+
+    ``alternative``: ``"less"`` (d tends to be negative), ``"greater"`` or ``"two-sided"``. Exact for
+    up to :data:`EXACT_MAX_N` nonzero differences: the null distribution of W+ (each rank's sign a fair
+    coin, given the observed midranks) by dynamic programming over doubled ranks, which are integers.
+    Beyond that, the normal approximation with the tie correction. scipy's ``wilcoxon`` gives the same
+    p-values without ties but falls back to a Monte-Carlo-sized permutation test with them (seconds
+    per call), too slow for a report. 1 when every difference is zero.
+    """
     d = np.asarray(d, dtype=float)
-    if d.size == 0 or np.all(d == 0):
+    d = d[d != 0]
+    n = d.size
+    if n == 0:
         return 1.0
-    return float(stats.wilcoxon(d, alternative=alternative, zero_method="wilcox").pvalue)
+    ranks2 = np.rint(2 * stats.rankdata(np.abs(d))).astype(np.int64)  # doubled midranks: integers
+    w2 = int(ranks2[d > 0].sum())  # 2 W+
+    total = int(ranks2.sum())
+    if n <= EXACT_MAX_N:
+        counts = np.zeros(total + 1)
+        counts[0] = 1.0
+        for r in ranks2:  # n steps over arrays of length <= n(n+1) + 1
+            counts[r:] = counts[r:] + counts[: total + 1 - r].copy()
+        pmf = counts / counts.sum()
+        p_le = float(pmf[: w2 + 1].sum())  # P(W+ <= observed)
+        p_ge = float(pmf[w2:].sum())
+    else:
+        mean = total / 4  # in doubled units: E[2W+] = sum(2r) / 2
+        var = float((ranks2.astype(float) ** 2).sum()) / 4
+        z = (w2 - mean) / np.sqrt(var)
+        p_le, p_ge = float(stats.norm.cdf(z)), float(stats.norm.sf(z))
+    if alternative == "less":
+        return min(p_le, 1.0)
+    if alternative == "greater":
+        return min(p_ge, 1.0)
+    return min(1.0, 2 * min(p_le, p_ge))
 
 
 def rank_biserial(d: np.ndarray) -> float:
@@ -107,7 +143,7 @@ def tost_p(d: np.ndarray, margin: float = EQUIVALENCE_MARGIN) -> float:
     d = np.asarray(d, dtype=float)
     if d.size == 0:
         return float("nan")
-    return max(_signed_rank(d + margin, "greater"), _signed_rank(d - margin, "less"))
+    return max(signed_rank_p(d + margin, "greater"), signed_rank_p(d - margin, "less"))
 
 
 def _seeds_text(seeds: Iterable[int]) -> str:
@@ -148,8 +184,8 @@ def _data_text(problem: str, a: str, b: str, merged: pd.DataFrame, what: str) ->
             f" seeds {_seeds_text(merged['seed'])}): {what}")
 
 
-def _not_run(claim: str, problem: str, data: str, statistic: str, note: str) -> Sub:
-    return Sub(claim, problem, data, statistic, "", float("nan"), float("nan"), 0, NOT_RUN, note)
+def _not_run(claim: str, problem: str, comparison: str, data: str, statistic: str, note: str) -> Sub:
+    return Sub(claim, problem, comparison, data, statistic, "", float("nan"), float("nan"), 0, NOT_RUN, note)
 
 
 def beats(finals: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> Sub:
@@ -158,10 +194,10 @@ def beats(finals: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> Sub
     statistic = "Wilcoxon signed-rank, paired by seed, one-sided (A lower)"
     data = _data_text(problem, a, b, merged, "final-iteration log10 regret")
     if merged.empty:
-        return _not_run(claim, problem, data, statistic, note)
+        return _not_run(claim, problem, f"{a} vs {b}", data, statistic, note)
     d = (merged["log10_regret_a"] - merged["log10_regret_b"]).to_numpy()
-    p = _signed_rank(d, "less")
-    p_opposite = _signed_rank(d, "greater")
+    p = signed_rank_p(d, "less")
+    p_opposite = signed_rank_p(d, "greater")
     p_equivalent = tost_p(d)
     n = len(d)
     if n < MIN_SEEDS:
@@ -180,7 +216,7 @@ def beats(finals: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> Sub
         verdict = INCONCLUSIVE
     median = float(np.median(d))
     effect = f"median d(log10 A - log10 B) = {median:+.3f}; rank-biserial r = {rank_biserial(d):+.2f}"
-    return Sub(claim, problem, data, statistic, effect, median, p, n, verdict, note)
+    return Sub(claim, problem, f"{a} vs {b}", data, statistic, effect, median, p, n, verdict, note)
 
 
 def on_par(finals: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> Sub:
@@ -189,10 +225,10 @@ def on_par(finals: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> Su
     statistic = f"TOST by two one-sided Wilcoxon signed-rank tests, margin +-{EQUIVALENCE_MARGIN} log10"
     data = _data_text(problem, a, b, merged, "final-iteration log10 regret")
     if merged.empty:
-        return _not_run(claim, problem, data, statistic, note)
+        return _not_run(claim, problem, f"{a} vs {b}", data, statistic, note)
     d = (merged["log10_regret_a"] - merged["log10_regret_b"]).to_numpy()
     p = tost_p(d)
-    p_diff = _signed_rank(d, "two-sided")
+    p_diff = signed_rank_p(d, "two-sided")
     n = len(d)
     median = float(np.median(d))
     if n < MIN_SEEDS:
@@ -206,7 +242,7 @@ def on_par(finals: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> Su
     else:
         verdict = INCONCLUSIVE
     effect = f"median d(log10 A - log10 B) = {median:+.3f}; rank-biserial r = {rank_biserial(d):+.2f}"
-    return Sub(claim, problem, data, statistic, effect, median, p, n, verdict, note)
+    return Sub(claim, problem, f"{a} vs {b}", data, statistic, effect, median, p, n, verdict, note)
 
 
 def cheaper(frame: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> Sub:
@@ -219,10 +255,10 @@ def cheaper(frame: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> Su
     statistic = "Wilcoxon signed-rank on log10 per-cell median t_acq_s, paired by seed, one-sided (A lower)"
     data = _data_text(problem, a, b, merged, "per-iteration acquisition time")
     if merged.empty:
-        return _not_run(claim, problem, data, statistic, note)
+        return _not_run(claim, problem, f"{a} vs {b}", data, statistic, note)
     ta, tb = merged["t_acq_median_a"].to_numpy(float), merged["t_acq_median_b"].to_numpy(float)
     d = np.log10(ta) - np.log10(tb)
-    p = _signed_rank(d, "less")
+    p = signed_rank_p(d, "less")
     n = len(d)
     ratio = float(np.median(tb / ta))
     if n < MIN_SEEDS:
@@ -230,12 +266,12 @@ def cheaper(frame: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> Su
         note = "; ".join(filter(None, [note, f"fewer than {MIN_SEEDS} paired seeds"]))
     elif p < SIGNIFICANCE:
         verdict = REPRODUCED
-    elif _signed_rank(d, "greater") < SIGNIFICANCE:
+    elif signed_rank_p(d, "greater") < SIGNIFICANCE:
         verdict = NOT_REPRODUCED
     else:
         verdict = INCONCLUSIVE
     effect = f"median time ratio B / A = {ratio:.3g}"
-    return Sub(claim, problem, data, statistic, effect, ratio, p, n, verdict, note)
+    return Sub(claim, problem, f"{a} vs {b}", data, statistic, effect, ratio, p, n, verdict, note)
 
 
 def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str) -> Sub:
@@ -256,7 +292,7 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str) -> Su
     merged = a.merge(b, on=keys, suffixes=("_a", "_b"))
     if merged.empty:
         data = f"{vucb} vs {STABLEOPT} on {problem}: queries x, z"
-        return _not_run(claim, problem, data, statistic, "; ".join(notes))
+        return _not_run(claim, problem, f"{vucb} vs {STABLEOPT}", data, statistic, "; ".join(notes))
     qa = np.hstack([np.stack(merged["x_a"].to_numpy()), np.stack(merged["z_a"].to_numpy())])
     qb = np.hstack([np.stack(merged["x_b"].to_numpy()), np.stack(merged["z_b"].to_numpy())])
     merged["match"] = np.max(np.abs(qa - qb), axis=1) <= QUERY_TOLERANCE
@@ -280,7 +316,8 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str) -> Su
     else:
         verdict = REPRODUCED
     effect = f"{n_all}/{n} cells identical; {fraction:.1%} of iterations identical"
-    return Sub(claim, problem, data, statistic, effect, fraction, float("nan"), n, verdict, "; ".join(notes))
+    return Sub(claim, problem, f"{vucb} vs {STABLEOPT}", data, statistic, effect, fraction, float("nan"), n,
+               verdict, "; ".join(notes))
 
 
 def claims_table(frame: pd.DataFrame, finals: pd.DataFrame) -> pd.DataFrame:
@@ -300,7 +337,8 @@ def claims_table(frame: pd.DataFrame, finals: pd.DataFrame) -> pd.DataFrame:
     c8_problems = sorted(set(frame.loc[frame["algorithm"] == RHOKG, "problem"]))
     subs += [cheaper(frame, "C8", p, v, RHOKG) for p in c8_problems for v in VUCB]
     if not c8_problems:
-        subs.append(_not_run("C8", "(every problem)", "V-UCB vs rho-KG^apx: per-iteration acquisition time",
+        subs.append(_not_run("C8", "(every problem)", f"vucb-* vs {RHOKG}",
+                             "V-UCB vs rho-KG^apx: per-iteration acquisition time",
                              "Wilcoxon signed-rank on log10 per-cell median t_acq_s", f"no {RHOKG} cells"))
     return pd.DataFrame([vars(s) for s in subs])
 

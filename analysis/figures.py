@@ -110,7 +110,7 @@ def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("iteration")
     ax.set_ylabel("log10 regret" if target == "var" else "log10 worst-case regret")
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper right")
     ax.grid(True, alpha=0.3)
 
 
@@ -196,7 +196,7 @@ def timing_figure(timing: pd.DataFrame, palette: dict[str, str], out: Path
         ax.invert_yaxis()
         ax.set_xlabel(name)
         ax.grid(True, alpha=0.3, which="both", axis="x")
-    axes.flat[0].legend(fontsize=7, loc="best")
+    axes.flat[0].legend(fontsize=7, loc="lower right")
     title = "Timing: median and interquartile range (log scale)"
     fig.suptitle(title, fontsize=11)
     return "fig_timing", title, _save(fig, out, "fig_timing")

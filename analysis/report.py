@@ -210,8 +210,8 @@ def _document(results, frame, bands, panels, claims, verdicts, timing, ratios, s
         f"acquisition time (t_acq_s). No correction for multiple sub-claims; each p-value is reported. Only "
         f"cells with default algorithm options enter the claims.")
     doc.table(verdicts)
-    shown = claims.assign(p_value=claims["p_value"])[
-        ["claim", "problem", "verdict", "n_seeds", "p_value", "effect", "statistic", "data", "note"]]
+    shown = claims[["claim", "problem", "comparison", "verdict", "n_seeds", "p_value", "effect", "statistic",
+                    "data", "note"]]
     doc.table(shown)
 
     doc.heading("Regret curves")
