@@ -175,7 +175,7 @@ def test_list_and_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None
     available = sum(unavailable_reason(c) is None for c in paper_grid().cells)
     assert text.count("\n  to run ") == available
     assert text.count("\n  not available ") == 370 - available
-    assert "robot-push-3-2 x rhokg-apx: 10 cells" in text and "hours" not in text
+    assert "robot-push-3-2 x rhokg-apx: 10 cells" in text
     assert "to run: " in text and "CPU time" in text
 
 
