@@ -1,0 +1,145 @@
+"""The claims table on synthetic results whose verdicts are known by construction."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from analysis.claims import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    NOT_RUN,
+    REPRODUCED,
+    claims_table,
+    overall,
+    signed_rank_p,
+    tost_p,
+)
+from analysis.data import final_rows, with_log_regret
+
+
+def _cells(problem: str, algorithm: str, final_log10: np.ndarray, target: str = "var", alpha: float = 0.1,
+           t_acq: float = 0.1, queries: np.ndarray | None = None) -> pd.DataFrame:
+    """Cells of one series with 3 iterations; seed s ends at 10 ** final_log10[s]."""
+    rows = []
+    for seed, final in enumerate(final_log10):
+        for it in range(4):
+            q = queries[seed, it] if queries is not None else np.array([0.5, 0.5])
+            rows.append({"problem": problem, "algorithm": algorithm, "alpha": alpha, "target": target,
+                         "options": "{}", "iterations": 3, "seed": seed, "iteration": it,
+                         "regret": 10.0 ** (final if it == 3 else 0.0), "optimum": 1.0,
+                         "x": q[:1] if it else np.array([]), "z": q[1:] if it else np.array([]),
+                         "t_acq_s": t_acq * (1 + 0.01 * seed) if it else np.nan})
+    return pd.DataFrame(rows)
+
+
+def _table(*frames: pd.DataFrame) -> pd.DataFrame:
+    frame = with_log_regret(pd.concat(frames, ignore_index=True))
+    return claims_table(frame, final_rows(frame))
+
+
+def _row(table: pd.DataFrame, claim: str, problem: str, comparison: str) -> pd.Series:
+    hit = table.loc[(table["claim"] == claim) & (table["problem"] == problem)
+                    & (table["comparison"] == comparison)]
+    assert len(hit) == 1
+    return hit.iloc[0]
+
+
+RNG = np.random.default_rng(1)
+BASE = RNG.normal(-2, 0.5, 10)
+
+
+def test_clear_win_is_reproduced_and_its_reverse_is_not() -> None:
+    unif = _cells("hartmann-1-2-discrete", "vucb-unif", BASE)
+    prob = _cells("hartmann-1-2-discrete", "vucb-prob", BASE - 1 + RNG.normal(0, 0.1, 10))
+    pair = "vucb-prob vs vucb-unif"
+    row = _row(_table(unif, prob), "C3", "hartmann-1-2-discrete", pair)
+    assert row["verdict"] == REPRODUCED and row["n_seeds"] == 10
+    assert row["p_value"] == pytest.approx(2.0 ** -10)  # every seed better: the exact one-sided p
+    final = {name: np.log10(f.loc[f.iteration == 3, "regret"].to_numpy())
+             for name, f in (("u", unif), ("p", prob))}
+    assert row["effect_value"] == pytest.approx(np.median(final["p"] - final["u"]))
+    worse = _cells("hartmann-1-2-discrete", "vucb-prob", BASE + 1 + RNG.normal(0, 0.1, 10))
+    assert _row(_table(unif, worse), "C3", "hartmann-1-2-discrete", pair)["verdict"] == NOT_REPRODUCED
+
+
+def test_clear_tie_is_on_par_and_a_large_gap_is_not() -> None:
+    unif = _cells("branin-1-1-discrete", "vucb-unif", BASE)
+    kg = _cells("branin-1-1-discrete", "rhokg-apx", BASE + RNG.normal(0, 0.05, 10))
+    problem, pair = "branin-1-1-discrete", "vucb-unif vs rhokg-apx"
+    assert _row(_table(unif, kg), "C1", problem, pair)["verdict"] == REPRODUCED
+    far = _cells(problem, "rhokg-apx", BASE + 2 + RNG.normal(0, 0.05, 10))
+    assert _row(_table(unif, far), "C1", problem, pair)["verdict"] == NOT_REPRODUCED
+    # a tie is not a win: "beats" on the same data is not reproduced (equivalent within the margin)
+    prob = _cells(problem, "vucb-prob", BASE + RNG.normal(0, 0.05, 10))
+    assert _row(_table(unif, prob), "C3", problem, "vucb-prob vs vucb-unif")["verdict"] == NOT_REPRODUCED
+
+
+def test_too_few_seeds_is_inconclusive_and_missing_is_not_run() -> None:
+    unif = _cells("hartmann-2-1-discrete", "vucb-unif", BASE[:4])
+    prob = _cells("hartmann-2-1-discrete", "vucb-prob", BASE[:4] - 2)
+    table = _table(unif, prob)
+    row = _row(table, "C3", "hartmann-2-1-discrete", "vucb-prob vs vucb-unif")
+    assert row["verdict"] == INCONCLUSIVE and row["n_seeds"] == 4 and "fewer than 5" in row["note"]
+    missing = _row(table, "C2", "hartmann-2-1-discrete", "vucb-unif vs rhokg-apx")
+    assert missing["verdict"] == NOT_RUN and "no rhokg-apx cells on hartmann-2-1-discrete" in missing["note"]
+    verdicts = overall(table).set_index("claim")["verdict"]
+    assert verdicts["C4"] == NOT_RUN and verdicts["C3"] == INCONCLUSIVE  # one inconclusive, three not run
+
+
+def test_seeds_pair_by_seed_not_by_position() -> None:
+    unif = _cells("goldstein-1-1-discrete", "vucb-unif", BASE)
+    prob = _cells("goldstein-1-1-discrete", "vucb-prob", BASE - 1)
+    prob = prob.loc[prob["seed"] != 0]  # seed 0 missing on one side
+    row = _row(_table(unif, prob), "C3", "goldstein-1-1-discrete", "vucb-prob vs vucb-unif")
+    assert row["n_seeds"] == 9 and row["verdict"] == REPRODUCED and "without a partner" in row["note"]
+
+
+def test_c7_compares_queries_cell_by_cell() -> None:
+    queries = RNG.random((6, 4, 2))
+    stable = _cells("branin-1-1-discrete", "stableopt", BASE[:6], "worst_case", 0.005, queries=queries)
+    unif = _cells("branin-1-1-discrete", "vucb-unif", BASE[:6], "worst_case", 0.005, queries=queries)
+    moved = queries.copy()
+    moved[2, 3, 1] += 1e-3  # seed 2, iteration 3, z
+    prob = _cells("branin-1-1-discrete", "vucb-prob", BASE[:6], "worst_case", 0.005, queries=moved)
+    table = _table(stable, unif, prob)
+    assert _row(table, "C7", "branin-1-1-discrete", "vucb-unif vs stableopt")["verdict"] == REPRODUCED
+    row = _row(table, "C7", "branin-1-1-discrete", "vucb-prob vs stableopt")
+    assert row["verdict"] == NOT_REPRODUCED and "seed2: t=3" in row["note"]
+    assert row["effect_value"] == pytest.approx(1 - 1 / 18)
+
+
+def test_c8_per_iteration_cost() -> None:
+    unif = _cells("branin-1-1-discrete", "vucb-unif", BASE, t_acq=0.1)
+    kg = _cells("branin-1-1-discrete", "rhokg-apx", BASE, t_acq=20.0)
+    row = _row(_table(unif, kg), "C8", "branin-1-1-discrete", "vucb-unif vs rhokg-apx")
+    assert row["verdict"] == REPRODUCED and row["effect_value"] == pytest.approx(200.0)
+
+
+def _brute_force_p(d: np.ndarray, alternative: str) -> float:
+    """Enumerate every sign assignment of the nonzero |d| (midranks): the exact null of W+."""
+    d = d[d != 0]
+    ranks = stats.rankdata(np.abs(d))
+    observed = ranks[d > 0].sum()
+    null = np.array([sum(r for r, s in zip(ranks, signs, strict=True) if s)
+                     for signs in itertools.product([0, 1], repeat=len(d))])
+    less, greater = np.mean(null <= observed + 1e-9), np.mean(null >= observed - 1e-9)
+    return {"less": less, "greater": greater, "two-sided": min(1.0, 2 * min(less, greater))}[alternative]
+
+
+@pytest.mark.parametrize("alternative", ["less", "greater", "two-sided"])
+def test_signed_rank_p_against_scipy_and_enumeration(alternative: str) -> None:
+    rng = np.random.default_rng(3)
+    for n in (3, 6, 10):
+        d = rng.normal(0.3, 1, n)
+        assert signed_rank_p(d, alternative) == pytest.approx(
+            stats.wilcoxon(d, alternative=alternative, method="exact").pvalue)
+    tied = np.array([-1.0, -1.0, 0.5, 2.0, -2.0, 0.0, 3.0, -0.5, -0.5])
+    assert signed_rank_p(tied, alternative) == pytest.approx(_brute_force_p(tied, alternative))
+
+
+def test_tost_needs_both_sides_inside_the_margin() -> None:
+    assert tost_p(np.full(8, 0.1) + np.linspace(-0.01, 0.01, 8)) == pytest.approx(2.0 ** -8)
+    assert tost_p(np.full(8, 0.6) + np.linspace(-0.01, 0.01, 8)) == pytest.approx(1.0)

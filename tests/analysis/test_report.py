@@ -1,0 +1,108 @@
+"""The report on a small real results folder: files exist, numbers match the stored rows, loud failures."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from analysis.report import main
+from harness.cell import CellSpec, run_cell
+from harness.grid import alpha_below_min_mass
+from harness.store import result_files, write_cell, write_manifest
+
+PROBLEM = "branin-1-1-discrete"
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Real cells: V-UCB Unif/Prob at the default alpha, StableOpt and V-UCB Unif at alpha -> 0,
+    random search as an extra algorithm; 2 seeds x 2 iterations; one planned cell never run."""
+    out = tmp_path_factory.mktemp("results")
+    a0 = alpha_below_min_mass(PROBLEM)
+    specs = [CellSpec.make(PROBLEM, alg, seed, 2) for alg in ("vucb-unif", "vucb-prob", "random")
+             for seed in (0, 1)]
+    specs += [CellSpec.make(PROBLEM, alg, seed, 2, a0) for alg in ("stableopt", "vucb-unif")
+              for seed in (0, 1)]
+    planned = [*specs, CellSpec.make(PROBLEM, "vucb-prob", 2, 2)]
+    write_manifest(out, "test", planned)
+    for spec in specs:
+        write_cell(out, spec, run_cell(spec))
+    return out
+
+
+def _stored_rows(results: Path) -> pd.DataFrame:
+    """The regret column of every cell file, read with pyarrow directly (not through harness/analysis)."""
+    frames = []
+    for path in result_files(results):
+        table = pq.read_table(path, columns=["algorithm", "alpha", "target", "seed", "iteration", "regret"])
+        frames.append(table.to_pandas())
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_report_files_and_numbers(results: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    assert main([str(results), "--out", str(out)]) == 0
+    for name in ("report.md", "report.html", "bands.csv", "bands.parquet", "timing.csv", "timing_ratio.csv",
+                 "claims.csv", "claims_overall.csv", "final_regret.csv"):
+        assert (out / name).is_file(), name
+    for stem in ("fig3_discrete", "fig4_continuous", "fig5_simulated", "fig_alpha0", "fig_timing"):
+        assert (out / f"{stem}.png").stat().st_size > 1000 and (out / f"{stem}.pdf").is_file()
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 5 and "<img src=\"fig" not in html
+
+    bands = pd.read_parquet(out / "bands.parquet")
+    pd.testing.assert_frame_equal(bands.reset_index(drop=True),
+                                  pd.read_csv(out / "bands.csv").astype(bands.dtypes.to_dict()),
+                                  check_exact=False, rtol=1e-9)
+    rows = _stored_rows(results)
+    assert len(bands) == rows.groupby(["algorithm", "alpha", "target", "iteration"]).ngroups
+    for band in bands.itertuples():
+        mine = ((rows.algorithm == band.algorithm) & (rows.alpha == band.alpha) & (rows.target == band.target)
+                & (rows.iteration == band.iteration))
+        values = rows.loc[mine, "regret"].to_numpy()
+        logs = np.log10(np.maximum(values, 1e-9))
+        # two seeds: t with 1 degree of freedom is the Cauchy law, t_{0.85, 1} = tan(0.35 pi)
+        half = np.tan(0.35 * np.pi) * logs.std(ddof=1) / np.sqrt(2)
+        assert band.n_seeds == 2 and band.n_floor == int((values <= 1e-9).sum())
+        assert band.mean == pytest.approx(logs.mean(), abs=1e-12)
+        assert band.upper == pytest.approx(logs.mean() + half, rel=1e-9, abs=1e-12)
+        assert band.lower == pytest.approx(logs.mean() - half, rel=1e-9, abs=1e-12)
+
+    claims = pd.read_csv(out / "claims.csv")
+    c7 = claims.loc[(claims.claim == "C7") & (claims.problem == PROBLEM)
+                    & (claims.comparison == "vucb-unif vs stableopt")]
+    assert c7["n_seeds"].tolist() == [2] and c7["verdict"].iloc[0] in {"inconclusive", "not reproduced"}
+    assert set(claims.loc[claims.claim.isin(["C4", "C5"]), "verdict"]) == {"not run"}
+    report = (out / "report.md").read_text()
+    assert "random" in report  # an extra algorithm is drawn, not dropped
+    missing = "| branin-1-1-discrete | vucb-prob | default | 2 | not run yet | 1 | 2 |"
+    assert missing in report  # the planned cell never run
+
+
+def test_negative_regret_stops_the_report(results: Path, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture) -> None:
+    broken = tmp_path / "broken"
+    path = next(p for p in result_files(results) if "vucb-prob" in str(p))
+    target = broken / path.relative_to(results)
+    target.parent.mkdir(parents=True)
+    table = pq.read_table(path)
+    regret = table.column("regret").to_numpy().copy()
+    regret[1] = -1e-6
+    table = table.set_column(table.schema.get_field_index("regret"), "regret", pa.array(regret))
+    pq.write_table(table, target)
+    assert json.loads(pq.read_schema(target).metadata[b"varbo"])["spec"]["algorithm"] == "vucb-prob"
+    assert main([str(broken), "--out", str(tmp_path / "report")]) == 1
+    error = capsys.readouterr().err
+    assert "regret below -1e-09" in error and f"{PROBLEM}/vucb-prob/seed" in error
+    assert "at iteration 1" in error
+    assert not (tmp_path / "report" / "report.html").exists()
+
+
+def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main([str(tmp_path / "nowhere")]) == 2
+    assert main([str(tmp_path)]) == 2  # no finished cells
+    assert capsys.readouterr().err.count("analysis.report: error:") == 2
