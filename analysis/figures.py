@@ -103,7 +103,10 @@ def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str
             label += f", {int(last['n_floor'])} at floor"
         label += ")"
         it = series["iteration"].to_numpy()
-        ax.plot(it, series["mean"].to_numpy(), color=colour, linestyle=style, label=label, linewidth=1.5)
+        # StableOpt wider and underneath: at alpha -> 0 V-UCB's curve may coincide with it exactly (C7)
+        wide = algorithm == "stableopt"
+        ax.plot(it, series["mean"].to_numpy(), color=colour, linestyle=style, label=label,
+                linewidth=4.0 if wide else 1.5, alpha=0.6 if wide else 1.0, zorder=1.5 if wide else 2.5)
         ax.fill_between(it, series["lower"].to_numpy(), series["upper"].to_numpy(), color=colour, alpha=0.2,
                         linewidth=0)
     title = problem + (f", alpha={alpha:.4g}" if show_alpha else "")
