@@ -160,12 +160,16 @@ def _pair(finals: pd.DataFrame, problem: str, a: str, b: str, target: str, value
     """Cells of ``a`` and ``b`` on ``problem`` paired by seed (columns ``<value>_a``, ``<value>_b``,
     ``seed``, ``alpha``, ``iterations``) at the (alpha, iterations) with the most pairs, and a note
     on what is missing."""
-    sub = finals.loc[(finals["problem"] == problem) & (finals["target"] == target)
-                     & (finals["options"] == DEFAULT_OPTIONS)]
+    everything = finals.loc[(finals["problem"] == problem) & (finals["target"] == target)]
+    sub = everything.loc[everything["options"] == DEFAULT_OPTIONS]
     cells_a = sub.loc[sub["algorithm"] == a, ["alpha", "iterations", "seed", value]]
     cells_b = sub.loc[sub["algorithm"] == b, ["alpha", "iterations", "seed", value]]
-    notes = [f"no {name} cells on {problem} (target {target})"
-             for name, cells in ((a, cells_a), (b, cells_b)) if cells.empty]
+    notes = []
+    for name, cells in ((a, cells_a), (b, cells_b)):
+        if cells.empty:
+            other = int((everything["algorithm"] == name).sum())
+            notes.append(f"no {name} cells on {problem} (target {target})"
+                         + (f" with default options ({other} with other options)" if other else ""))
     merged = cells_a.merge(cells_b, on=["alpha", "iterations", "seed"], suffixes=("_a", "_b"))
     if not merged.empty:
         sizes = merged.groupby(["alpha", "iterations"]).size()

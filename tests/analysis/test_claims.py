@@ -143,3 +143,10 @@ def test_signed_rank_p_against_scipy_and_enumeration(alternative: str) -> None:
 def test_tost_needs_both_sides_inside_the_margin() -> None:
     assert tost_p(np.full(8, 0.1) + np.linspace(-0.01, 0.01, 8)) == pytest.approx(2.0 ** -8)
     assert tost_p(np.full(8, 0.6) + np.linspace(-0.01, 0.01, 8)) == pytest.approx(1.0)
+
+
+def test_claims_use_default_options_only() -> None:
+    unif = _cells("branin-1-1-discrete", "vucb-unif", BASE)
+    kg = _cells("branin-1-1-discrete", "rhokg-apx", BASE).assign(options='{"n_raw": 8}')
+    row = _row(_table(unif, kg), "C1", "branin-1-1-discrete", "vucb-unif vs rhokg-apx")
+    assert row["verdict"] == NOT_RUN and "(10 with other options)" in row["note"]
