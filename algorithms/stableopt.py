@@ -16,7 +16,7 @@ from torch import Tensor
 from algorithms.base import Algorithm, Proposal, Recommendation
 from algorithms.gp import PosteriorMarginals
 from algorithms.search import maximize_x
-from algorithms.vucb import beta_schedule, require_discrete
+from algorithms.vucb import beta_schedule, check_search_options, require_discrete
 from problems import Problem
 
 
@@ -31,6 +31,7 @@ class StableOpt(Algorithm):
         super().__init__(problem, seed_root)
         self.z = require_discrete(problem, self.name)
         self.beta = beta_schedule(beta)
+        check_search_options(self.name, n_raw, n_restarts, maxiter)
         self.n_raw = n_raw or 256 * problem.d_x
         self.n_restarts = n_restarts
         self.maxiter = maxiter

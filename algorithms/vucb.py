@@ -44,6 +44,15 @@ def beta_schedule(beta: str | float) -> callable:
     return lambda t: value
 
 
+def check_search_options(name: str, n_raw: int | None, n_restarts: int, maxiter: int) -> None:
+    """Positive integers (``n_raw`` may be None for its default), or ``ValueError``."""
+    for key, value in (("n_raw", n_raw), ("n_restarts", n_restarts), ("maxiter", maxiter)):
+        if value is None and key == "n_raw":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}: {key} must be a positive integer, got {value!r}")
+
+
 def require_discrete(problem: Problem, name: str) -> DiscreteZ:
     if not isinstance(problem.z, DiscreteZ):
         raise ValueError(f"{name} needs a discrete Z; {problem.name} has a continuous one")
@@ -84,6 +93,7 @@ class VUCB(Algorithm):
         super().__init__(problem, seed_root)
         self.z = require_discrete(problem, self.name)
         self.beta = beta_schedule(beta)
+        check_search_options(self.name, n_raw, n_restarts, maxiter)
         self.n_raw = n_raw or 256 * problem.d_x
         self.n_restarts = n_restarts
         self.maxiter = maxiter

@@ -10,8 +10,10 @@ A grid, on Ray (see :mod:`harness.grid_cli` and README, "Grids"):
         [--address ADDR] [--num-cpus N] [--dry-run] [--retry-failed] [--force]
     python -m harness.run --list
 
-Bad input (unknown names, alpha outside (0, 1), negative seed or iterations, an --out that cannot
-be written) gives a one-line error and exit code 2, before anything is computed or written.
+Bad input (unknown names, alpha outside (0, 1), negative seed or iterations, bad algorithm options,
+an --out that cannot be written) gives a one-line error and exit code 2, before anything is
+computed or written. A cell that raises while it runs gives a one-line error and exit code 1, and
+writes nothing.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from harness.store import write_cell
 from problems import PROBLEMS, get_problem
 
 EXIT_USAGE = 2
+EXIT_CELL_FAILED = 1
 
 
 class UsageError(Exception):
@@ -129,7 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
-    result = run_cell(spec)
+    try:
+        result = run_cell(spec)
+    except Exception as error:  # a failed run: one line, nothing written (grids record tracebacks)
+        text = str(error).splitlines()[0] if str(error) else ""
+        print(f"harness.run: error: the cell failed: {type(error).__name__}: {text}", file=sys.stderr)
+        return EXIT_CELL_FAILED
     path = write_cell(args.out, spec, result)
     last = result.rows[-1]
     acq = sorted(r["t_acq_s"] for r in result.rows if r.get("t_acq_s") is not None)

@@ -50,6 +50,12 @@ BAD = [
     (["--problem", "branin-1-1-discrete", "--algorithm", "vucb-prob", "--option", "beta=-1"],
      "beta"),
     (["--algorithm", "vucb-prob"], "--problem"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "vucb-unif", "--option", "n_raw=-5"],
+     "n_raw"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "stableopt", "--option", "maxiter=abc"],
+     "maxiter"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "rhokg-apx", "--option",
+      "num_fantasies=0"], "num_fantasies"),
 ]
 
 

@@ -14,6 +14,7 @@ from harness.execute import run_cells
 from harness.run import main
 from harness.status import status_table
 from harness.store import ROW_SCHEMA, read_results
+from tests.harness.faults import fail_vucb_unif
 
 ray = pytest.importorskip("ray")
 
@@ -116,35 +117,38 @@ def test_grid_rows_equal_a_direct_run_and_resume_reruns_exactly_the_missing_cell
 
 def test_a_failing_cell_is_recorded_and_the_others_finish(tmp_path: Path) -> None:
     grid_file = tmp_path / "failing.toml"
-    # n_raw = -5 passes the option check (the algorithm is built) but makes the x-search raise
     grid_file.write_text('seeds = 2\niterations = 1\n'
                          '[[cells]]\nproblems = ["branin-1-1-discrete"]\nalgorithms = ["random"]\n'
                          '[[cells]]\nproblems = ["branin-1-1-discrete"]\nalgorithms = ["vucb-unif"]\n'
-                         'seeds = 1\noptions = { n_raw = -5 }\n')
+                         'seeds = 1\n')
     out = tmp_path / "out"
-    assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress"]) == 1
     good = [expected_path(out, CellSpec.make("branin-1-1-discrete", "random", s, 1)) for s in (0, 1)]
-    bad = CellSpec.make("branin-1-1-discrete", "vucb-unif", 0, 1, None, {"n_raw": -5})
+    bad = CellSpec.make("branin-1-1-discrete", "vucb-unif", 0, 1)
+    cells = [CellSpec.make("branin-1-1-discrete", "random", s, 1) for s in (0, 1)] + [bad]
+    outcome = run_cells(cells, out, progress=False, cell_fn=fail_vucb_unif)
+    assert outcome.failed == [bad] and len(outcome.done) == 2
     assert visible_files(out) == sorted(good)
-    with pytest.raises(RuntimeError) as direct:  # the same error as run_cell here
-        run_cell(bad)
+    with pytest.raises(RuntimeError) as direct:  # the same error as the cell function here
+        fail_vucb_unif(bad)
     records = list((out / "_failed").rglob("*.json"))
     assert [r.stem for r in records] == [expected_path(out, bad).stem]
     record = json.loads(records[0].read_text())
     assert record["message"] == f"RuntimeError: {direct.value}"
     assert "Traceback" in record["traceback"] and "RuntimeError" in record["traceback"]
-    assert record["spec"]["options"] == [["n_raw", -5]]
-    table = {(r["algorithm"], r["alpha"]): r for r in status_table(out)}
+    assert record["spec"]["algorithm"] == "vucb-unif"
+    table = {(r["algorithm"], r["alpha"]): r for r in status_table(out, grid=str(grid_file))}
     assert table["vucb-unif", "default"]["failed"] == 1 and table["random", "default"]["done"] == 2
     assert len(read_results(out)) == 2 * 2  # failures are not results
 
-    # a plain rerun skips the failed cell; --retry-failed reruns it alone
+    # a plain rerun skips the failed cell (and still reports it); --retry-failed reruns it alone,
+    # here with the real cell function, so it succeeds and its failure record goes
     before = stats(good)
     mtime = records[0].stat().st_mtime_ns
     assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress"]) == 1
     assert records[0].stat().st_mtime_ns == mtime
-    assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress", "--retry-failed"]) == 1
-    assert records[0].stat().st_mtime_ns != mtime and stats(good) == before
+    assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress", "--retry-failed"]) == 0
+    assert not records[0].exists() and stats(good) == before
+    assert expected_path(out, bad).exists()
 
 
 def test_alpha_study_cell_measures_against_the_worst_case(tmp_path: Path) -> None:
