@@ -8,6 +8,7 @@ alpha with the most cells, any other alpha goes to "other". One colour per algor
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import MaxNLocator
 
 from analysis.claims import CONTINUOUS, DISCRETE
 
@@ -82,7 +84,7 @@ def assign_figures(bands: pd.DataFrame) -> pd.DataFrame:
 def _series_label(algorithm: str, options: str, iterations: int, several_t: bool) -> str:
     label = algorithm
     if options != "{}":
-        label += f" {options}"
+        label += " " + ",".join(f"{k}={v}" for k, v in json.loads(options).items())
     if several_t:
         label += f" T={iterations}"
     return label
@@ -112,8 +114,10 @@ def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str
     title = problem + (f", alpha={alpha:.4g}" if show_alpha else "")
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("iteration")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("log10 regret" if target == "var" else "log10 worst-case regret")
-    ax.legend(fontsize=7, loc="upper right")
+    # below the axes: inside, a legend hides the curves of short or noisy runs
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax.grid(True, alpha=0.3)
 
 
@@ -140,7 +144,7 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, palette: dict[str,
     drawn = []
     for spec in FIGURES:
         rows, cols = spec.shape
-        fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+        fig, axes = plt.subplots(rows, cols, figsize=(5.6 * cols, 4.6 * rows), squeeze=False)
         mine = panels.loc[panels["figure"] == spec.name]
         for position, problem in enumerate(spec.problems):
             ax = axes.flat[position]
@@ -158,7 +162,7 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, palette: dict[str,
         n = len(other)
         cols = min(3, n)
         rows = int(np.ceil(n / cols))
-        fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+        fig, axes = plt.subplots(rows, cols, figsize=(5.6 * cols, 4.6 * rows), squeeze=False)
         for ax, p in zip(axes.flat, other.itertuples(), strict=False):
             _draw_panel(ax, bands, p.problem, p.alpha, p.target, palette, show_alpha=True)
         for ax in list(axes.flat)[n:]:
