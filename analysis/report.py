@@ -266,7 +266,10 @@ def _seeds_by_problem(frame: pd.DataFrame) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.report", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m analysis.report",
+        description="Turn a results folder (finished or not) into the paper's figures with 70% bands, the "
+                    "timing comparison and the claims table C1-C8, as Markdown and self-contained HTML.")
     parser.add_argument("results", type=Path, help="a results folder (python -m harness.run --out)")
     parser.add_argument("--out", type=Path, default=None, help="report folder (default RESULTS/_report)")
     parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
