@@ -72,6 +72,14 @@ def test_report_files_and_numbers(results: Path, tmp_path: Path) -> None:
         assert band.upper == pytest.approx(logs.mean() + half, rel=1e-9, abs=1e-12)
         assert band.lower == pytest.approx(logs.mean() - half, rel=1e-9, abs=1e-12)
 
+    timing = pd.read_csv(out / "timing.csv")
+    for series in timing.itertuples():
+        files = [p for p in result_files(results) if f"/{series.algorithm}/" in str(p)]
+        columns = ["alpha", "iteration", "t_acq_s"]
+        stored = pd.concat([pq.read_table(p, columns=columns).to_pandas() for p in files])
+        acq = stored.loc[(stored.alpha == series.alpha) & (stored.iteration >= 1), "t_acq_s"].to_numpy()
+        assert series.acq_s_median == pytest.approx(np.median(acq), rel=1e-9)
+
     claims = pd.read_csv(out / "claims.csv")
     c7 = claims.loc[(claims.claim == "C7") & (claims.problem == PROBLEM)
                     & (claims.comparison == "vucb-unif vs stableopt")]
