@@ -49,6 +49,10 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[[CellSpec], CellResult]) -> 
     """The body of a task: one thread, the cell, and its result or its error (never raises)."""
     import torch
 
+    # A terminal's Ctrl-C reaches every process of its group, local Ray workers included; the driver
+    # decides what happens (it cancels its tasks with force), so a cell never dies of it half-way.
+    with contextlib.suppress(ValueError):  # ValueError: not the main thread (async actors; not ours)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)
     start = time.perf_counter()
     try:
@@ -89,14 +93,16 @@ def start_ray(address: str | None, num_cpus: int | None) -> float:
         ray.init(address=address, **kwargs)
         return time.perf_counter() - start
     # Ctrl-C in a terminal signals the whole foreground process group, which holds the local Ray's
-    # GCS, raylet and agents: they would die under the driver, which then aborts inside Ray's core.
-    # Started with SIGINT ignored (inherited across exec), they leave Ctrl-C to the driver, which
-    # cancels its tasks and shuts Ray down.
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # GCS, raylet and agents. Ray starts those with SIGINT blocked; a KeyboardInterrupt inside
+    # ray.init, though, can leave the driver's half-connected core aborting with a C++ trace. So
+    # SIGINT is blocked here too (the mask is inherited across fork and exec, so whatever ray.init
+    # spawns starts with it blocked as well) and a Ctrl-C pressed meanwhile is delivered, as a
+    # KeyboardInterrupt, once Ray is up: deferred, never lost.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, **kwargs)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     return time.perf_counter() - start
 
 

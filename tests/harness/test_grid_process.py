@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from harness.cell import CellSpec, run_cell
 from harness.grid import smoke_grid
@@ -119,31 +120,45 @@ def test_driver_killed_mid_grid_then_resumed(tmp_path: Path) -> None:
     assert len(read_results(out)) == 4 * len(specs)
 
 
-def test_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
+def _start_interruptible(grid_file: Path, out: Path) -> subprocess.Popen:
+    """The grid CLI in its own session (so the test can signal its whole process group, as a
+    terminal's Ctrl-C does), SIGINT at its default in case the test runs under a shell ignoring it."""
+    return subprocess.Popen([sys.executable, "-m", "harness.run", "--grid", str(grid_file), "--out",
+                             str(out), "--num-cpus", "2", "--no-progress"], start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _interrupt(driver: subprocess.Popen, group: bool) -> tuple[str, str]:
+    """SIGINT to the driver alone (kill -INT) or to its whole process group (a terminal's Ctrl-C,
+    which reaches Ray's workers too); asserts exit 130, no traceback, and nothing left running."""
+    if group:
+        os.killpg(driver.pid, signal.SIGINT)
+    else:
+        os.kill(driver.pid, signal.SIGINT)
+    stdout, stderr = driver.communicate(timeout=60)
+    assert driver.returncode == 130, stderr[-2000:]
+    assert "Traceback" not in stderr and "interrupted" in stdout + stderr, stderr[-2000:]
+    time.sleep(2)
+    with contextlib.suppress(ProcessLookupError):  # Ray shut down with the driver: nothing left
+        os.killpg(driver.pid, 0)
+        raise AssertionError("processes of the interrupted run are still alive")
+    return stdout, stderr
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["driver", "group"])
+def test_ctrl_c_stops_cleanly(tmp_path: Path, group: bool) -> None:
     grid_file = tmp_path / "kill.toml"
     grid_file.write_text(KILL_GRID)
     out = tmp_path / "out"
-    # SIGINT to the driver (kill -INT). A terminal's Ctrl-C reaches the whole process group, Ray's
-    # workers included; that case crashed a worker mid-task once in CI (exit 1, a Ray C++ trace) and
-    # is an open defect (issue 3 note), so this test covers the driver's own handling only.
-    # SIGINT restored to its default in case this test runs under a shell that ignores it.
-    driver = subprocess.Popen([sys.executable, "-m", "harness.run", "--grid", str(grid_file), "--out",
-                               str(out), "--num-cpus", "2", "--no-progress"], start_new_session=True,
-                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    driver = _start_interruptible(grid_file, out)
     try:
         deadline = time.monotonic() + 180
         while len(visible_parquet(out)) < 2 and time.monotonic() < deadline and driver.poll() is None:
             time.sleep(0.05)
         assert driver.poll() is None, "the grid finished before it could be interrupted"
-        os.kill(driver.pid, signal.SIGINT)
-        stdout, stderr = driver.communicate(timeout=60)
-        assert driver.returncode == 130, stderr[-2000:]
-        assert "Traceback" not in stderr and "interrupted" in stdout
-        time.sleep(2)
-        with contextlib.suppress(ProcessLookupError):  # Ray shut down with the driver: nothing left
-            os.killpg(driver.pid, 0)
-            raise AssertionError("processes of the interrupted run are still alive")
+        stdout, _ = _interrupt(driver, group)
+        assert "interrupted" in stdout
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(driver.pid, signal.SIGKILL)
@@ -154,3 +169,22 @@ def test_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
     # what a rerun would do (resuming itself is tested after SIGKILL above)
     dry = grid_cli("--grid", str(grid_file), "--out", str(out), "--dry-run")
     assert f"{len(partial)} done, {16 - len(partial)} to run" in dry.stdout
+
+
+@pytest.mark.parametrize("delay", [0.5, 4.0], ids=["imports", "ray-start"])
+def test_ctrl_c_while_starting(tmp_path: Path, delay: float) -> None:
+    """Ctrl-C while torch loads, or while Ray starts: exit 130 and one line, never a traceback and
+    never ignored (a Ctrl-C during ray.init is deferred until Ray is up, then honoured)."""
+    grid_file = tmp_path / "kill.toml"
+    grid_file.write_text(KILL_GRID)
+    out = tmp_path / "out"
+    driver = _start_interruptible(grid_file, out)
+    try:
+        time.sleep(delay)
+        assert driver.poll() is None
+        _interrupt(driver, group=True)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(driver.pid, signal.SIGKILL)
+    assert len(visible_parquet(out)) < 16  # stopped, not run to the end
+    assert not [p for p in out.rglob(".*")] if out.exists() else True
