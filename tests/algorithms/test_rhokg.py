@@ -125,3 +125,24 @@ def test_a_short_rhokg_run_on_branin_lowers_the_regret() -> None:
     support = build_problem("branin-1-1-discrete", with_optimum=False).z.points[:, 0].tolist()
     assert all(r["z"][0] in support for r in rows[1:])  # w stays on the discrete support
     assert min(r["regret"] for r in rows[1:]) < rows[0]["regret"]
+
+
+def test_cached_two_time_scale_path_equals_refactoring_the_remembered_points() -> None:
+    """The cached factors of the remembered x' (the candidate's own x at search time, index 0, or
+    a past x) give the same values as factoring those x' afresh."""
+    p, model, X = small_model("branin-1-1-discrete", 10, 3)
+    w = WSet(p.z.points, p.z.masses)
+    K, M, m = 4, 5, w.points.shape[0]
+    eps_now, xi, eps = base_samples(K, M, m, 8)
+    est = FastRhoKG(model, w, 0.1, X, eps_now, eps)
+    g = torch.Generator().manual_seed(4)
+    candidates = torch.rand(3, 2, generator=g, dtype=torch.float64)
+    kept: dict = {}
+    est.fantasy_estimates(candidates, xi, eps, keep=kept)
+    index = torch.tensor([[0, 1, 3, 0], [2, 0, 0, 5], [4, 4, 0, 1]])  # own x and past x mixed
+    S = torch.cat([candidates[:, None, :1], X.expand(3, -1, -1)], dim=1)
+    inner = torch.gather(S, 1, index.unsqueeze(-1))
+    moved = candidates + torch.tensor([0.01, 0.0], dtype=torch.float64)  # the candidates move on
+    cached = est.remembered_estimates(moved, xi, eps, index, kept)
+    fresh = est.fantasy_estimates(moved, xi, eps, inner=inner)[:, 0]
+    torch.testing.assert_close(cached, fresh, rtol=0, atol=1e-9)
