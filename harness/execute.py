@@ -65,7 +65,11 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[[CellSpec], CellResult]) -> 
     return {"ok": True, "result": result, "seconds": time.perf_counter() - start}
 
 
-_remote_cell = ray.remote(num_cpus=1, max_retries=0)(_execute_cell)
+#: Times Ray reruns a cell whose worker process or node died (a spot node reclaimed, the OOM killer).
+#: An exception inside a cell is not retried: the task catches it and returns it as a failure.
+SYSTEM_RETRIES = 2
+
+_remote_cell = ray.remote(num_cpus=1, max_retries=SYSTEM_RETRIES)(_execute_cell)
 
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
@@ -164,7 +168,7 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                 spec = in_flight.pop(ref)
                 try:
                     reply = ray.get(ref)
-                except Exception as error:  # the worker died (e.g. out of memory): a failure too
+                except Exception as error:  # the worker died SYSTEM_RETRIES + 1 times: a failure too
                     reply = {"ok": False, "message": f"{type(error).__name__}: {str(error).splitlines()[0]}",
                              "traceback": str(error), "seconds": None}
                 outcome.cell_s += reply.get("seconds") or 0.0

@@ -1,0 +1,67 @@
+"""Crash recovery on a real multi-node Ray cluster on this machine (a head and two worker nodes,
+each its own raylet process, via ray.cluster_utils.Cluster): a worker node killed mid-grid."""
+
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from harness.cell import CellSpec
+from harness.execute import run_cells
+from harness.store import cell_path, read_results, result_files
+from tests.harness.faults import slow_cell
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+CELLS = [CellSpec.make(p, "random", s, 2) for p in ("branin-1-1-discrete", "goldstein-1-1-discrete")
+         for s in range(4)]
+
+
+@pytest.fixture
+def cluster():
+    # the head advertises no CPU, as on a real cluster: every cell runs on a worker node
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+    nodes = [c.add_node(num_cpus=1) for _ in range(2)]
+    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
+    c.wait_for_nodes()
+    yield c, nodes
+    ray.shutdown()
+    c.shutdown()
+
+
+def test_a_worker_node_killed_mid_grid_loses_no_cell_and_duplicates_none(
+        cluster, tmp_path: Path) -> None:
+    c, nodes = cluster
+    out = tmp_path / "out"
+    killed: dict = {}
+
+    def kill_first_node_once_a_cell_is_done() -> None:
+        deadline = time.monotonic() + 120
+        while not result_files(out) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the next cells are running now, one of them on this node
+        killed["files_before"] = len(result_files(out))
+        killed["at"] = time.monotonic()
+        c.remove_node(nodes[0], allow_graceful=False)  # its raylet and workers die at once
+
+    killer = threading.Thread(target=kill_first_node_once_a_cell_is_done)
+    killer.start()
+    start = time.monotonic()
+    outcome = run_cells(CELLS, out, cell_fn=slow_cell, progress=False)
+    killer.join()
+    assert "at" in killed, "the node was never killed"
+    assert killed["files_before"] < len(CELLS), "the grid finished before the kill"
+    # every cell exactly once, none failed: Ray reran the lost cells on the surviving node
+    assert not outcome.failed and not outcome.interrupted
+    files = result_files(out)
+    assert files == sorted(cell_path(out, s) for s in CELLS)
+    assert Counter(read_results(out)[["problem", "seed"]].itertuples(index=False)) == Counter(
+        {(s.problem, s.seed): 3 for s in CELLS})
+    assert all(pq.read_table(p).num_rows == 3 for p in files)
+    assert not list(out.rglob(".*")) and not (out / "_failed").exists()
+    print(f"node killed after {killed['files_before']} of {len(CELLS)} cells, "
+          f"{killed['at'] - start:.1f} s in; grid done in {time.monotonic() - start:.1f} s")
