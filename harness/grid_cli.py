@@ -31,7 +31,9 @@ from harness.grid import (
 from harness.run import EXIT_USAGE, UsageError, _check_writable, _Parser
 from harness.store import (
     cell_path,
+    check_cell_file,
     failure_path,
+    invalid_files,
     read_metadata,
     remove_stale_temporaries,
     result_files,
@@ -113,7 +115,7 @@ def classify(cells: list[CellSpec], out: Path) -> dict[CellSpec, str]:
     for spec in cells:
         if unavailable_reason(spec):
             states[spec] = "not available"
-        elif cell_path(out, spec).is_file():
+        elif cell_path(out, spec).is_file() and check_cell_file(cell_path(out, spec)) is None:
             states[spec] = "done"
         elif failure_path(out, spec).is_file():
             states[spec] = "failed"
@@ -191,6 +193,8 @@ def main(argv: list[str]) -> int:
           f"{counts['failed']} failed, {len(unavailable)} not available")
     if unavailable:
         _print_unavailable(unavailable)
+    for path, reason in invalid_files(out):  # never read as results; a cell of the grid is rerun
+        print(f"ignored {path}: {reason}")
     estimate = f"about {_duration(sum(costs))} of CPU time"
     if not args.address:  # a cluster's size is known only once joined
         cpus = args.num_cpus or os.cpu_count() or 1

@@ -57,6 +57,13 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    """One-line errors, and no abbreviated options: ``--seed 3`` in a grid call would otherwise
+    mean ``--seeds 3`` and silently run a 3-seed grid."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line, no usage dump
         raise UsageError(message)
 

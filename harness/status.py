@@ -15,7 +15,14 @@ from harness.cell import CellSpec
 from harness.grid import GridError, cell_label, resolve_grid
 from harness.grid_cli import classify
 from harness.run import EXIT_USAGE, UsageError, _Parser
-from harness.store import failure_files, read_failure, read_manifest, result_files, spec_hash
+from harness.store import (
+    failure_files,
+    invalid_files,
+    read_failure,
+    read_manifest,
+    result_files,
+    spec_hash,
+)
 
 
 def status_table(out: Path, grid: str | None = None) -> list[dict]:
@@ -67,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         print("  ".join(str(row[c]).ljust(widths[c]) for c in columns))
     totals = {c: sum(r[c] for r in rows) for c in columns[3:]}
     print("total: " + ", ".join(f"{v} {k}" for k, v in totals.items()))
+    for path, reason in invalid_files(args.out):
+        print(f"ignored {path}: {reason} (not counted; a grid run recomputes its cell)")
     if args.failures:
         for path in failure_files(args.out):
             record = read_failure(path)

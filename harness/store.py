@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import subprocess
+import warnings
 from dataclasses import asdict
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -182,9 +183,7 @@ def read_manifest(out: Path) -> tuple[str, list[CellSpec]] | None:
     if not path.is_file():
         return None
     data = json.loads(path.read_text())
-    specs = [CellSpec(c["problem"], c["algorithm"], c["seed"], c["iterations"], c["alpha"],
-                      tuple((k, v) for k, v in c["options"])) for c in data["cells"]]
-    return data["grid"], specs
+    return data["grid"], [spec_from_dict(c) for c in data["cells"]]
 
 
 def remove_stale_temporaries(out: Path) -> int:
@@ -212,11 +211,58 @@ def _visible(path: Path, out: Path) -> bool:
     return not any(part.startswith((".", "_")) for part in path.relative_to(out).parts)
 
 
-def result_files(out: Path) -> list[Path]:
-    """Every finished cell file under ``out`` (skipping '.'- and '_'-prefixed names), sorted."""
+def spec_from_dict(data: dict) -> CellSpec:
+    """The :class:`CellSpec` of a stored spec (a file's metadata, a manifest, a failure record)."""
+    return CellSpec(data["problem"], data["algorithm"], data["seed"], data["iterations"],
+                    data["alpha"], tuple((k, v) for k, v in data["options"]))
+
+
+def check_cell_file(path: Path) -> str | None:
+    """Why ``path`` is not a finished cell file written by this store, or None if it is.
+
+    Reads the footer only (milliseconds): the file must be Parquet with exactly the columns and
+    types of :data:`ROW_SCHEMA`, carry the ``varbo`` metadata, and its recorded spec must hash to
+    the hash in its name (so a file copied or renamed onto another cell's name is refused too).
+    """
+    try:
+        schema = pq.read_schema(path)
+    except Exception as error:  # pyarrow raises several types for a damaged footer
+        return f"not a readable Parquet file ({type(error).__name__})"
+    if [(f.name, f.type) for f in schema] != [(f.name, f.type) for f in ROW_SCHEMA]:
+        return "not a varbo-bench cell file (other columns)"
+    try:
+        spec = spec_from_dict(json.loads((schema.metadata or {})[b"varbo"])["spec"])
+    except (KeyError, TypeError, ValueError):
+        return "not a varbo-bench cell file (no cell metadata)"
+    if spec_hash(spec) != path.stem.rsplit("-", 1)[-1]:
+        return "its recorded spec does not match its name"
+    return None
+
+
+def _scan(out: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     if not out.is_dir():
-        return []
-    return sorted(p for p in out.rglob("*.parquet") if _visible(p, out))
+        return [], []
+    good, bad = [], []
+    for path in sorted(p for p in out.rglob("*.parquet") if _visible(p, out)):
+        reason = check_cell_file(path)
+        if reason is None:
+            good.append(path)
+        else:
+            bad.append((path, reason))
+    return good, bad
+
+
+def result_files(out: Path) -> list[Path]:
+    """Every finished cell file under ``out`` (skipping '.'- and '_'-prefixed names and any file
+    that :func:`check_cell_file` refuses), sorted."""
+    return _scan(out)[0]
+
+
+def invalid_files(out: Path) -> list[tuple[Path, str]]:
+    """The visible ``*.parquet`` files under ``out`` that are not cell files, with the reason:
+    corrupted, foreign, or renamed. They are never read as results; a grid run recomputes a cell
+    whose file is one of them (the new file replaces it)."""
+    return _scan(out)[1]
 
 
 def failure_files(out: Path) -> list[Path]:
@@ -236,8 +282,15 @@ def read_results(out: Path | str) -> pd.DataFrame:
     """
     out = Path(out)
     tables = []
-    for path in result_files(out):
-        table = pq.read_table(path, schema=ROW_SCHEMA)
+    good, bad = _scan(out)
+    for path, reason in bad:
+        warnings.warn(f"skipped {path}: {reason}", stacklevel=2)
+    for path in good:
+        try:
+            table = pq.read_table(path, schema=ROW_SCHEMA)
+        except Exception as error:  # a damaged data page behind an intact footer
+            warnings.warn(f"skipped {path}: unreadable ({type(error).__name__}: {error})", stacklevel=2)
+            continue
         meta = json.loads(table.schema.metadata[b"varbo"]) if table.schema.metadata else {}
         n = table.num_rows
         spec = meta.get("spec", {})

@@ -1,0 +1,130 @@
+"""The bad-input battery against an existing results folder: every bad call is one line on stderr,
+a documented exit code (2), no traceback, and leaves every file of the folder as it was; corrupted
+and foreign Parquet files inside a folder are named, never read as results, and their cells rerun."""
+
+import socket
+import warnings
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from harness.cell import CellSpec, run_cell
+from harness.grid_cli import classify
+from harness.run import main
+from harness.status import main as status_main
+from harness.store import cell_path, invalid_files, read_results, result_files, write_cell, write_manifest
+
+SPECS = [CellSpec.make("branin-1-1-discrete", "random", s, 1) for s in (0, 1, 2)]
+GRID = """seeds = 3
+iterations = 1
+[[cells]]
+problems = ["branin-1-1-discrete"]
+algorithms = ["random"]
+"""
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """A results folder with three finished cells and its manifest, as a grid run leaves it."""
+    out = tmp_path / "results"
+    for spec in SPECS:
+        write_cell(out, spec, run_cell(spec), {"test": True})
+    write_manifest(out, "bad-input", SPECS)
+    return out
+
+
+def snapshot(out: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+BAD_CALLS = [
+    (["--grid", "nope"], "unknown grid"),
+    (["--grid", "{grid}", "--seeds", "-2"], "--seeds"),
+    (["--grid", "{grid}", "--iterations", "0x"], "--iterations"),
+    (["--grid", "{grid}", "--only", "*/vucb-*"], "matches no cell"),
+    (["--grid", "{grid}", "--force", "--retry-failed"], "exclude"),
+    (["--grid", "{grid}", "--num-cpus", "-1"], "--num-cpus"),
+    (["--grid", "{grid}", "--seed", "3"], "unrecognized"),
+    (["--grid", "{grid}", "--force", "--address", "127.0.0.1:{port}", "--no-progress"], "127.0.0.1:"),
+    (["--grid", "{bad_grid}"], "alpha"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "random", "--alpha", "1.5"], "alpha"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "random", "--alpha", "-0.1"], "alpha"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "no-such"], "unknown algorithm"),
+    (["--problem", "no-such", "--algorithm", "random"], "unknown problem"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "vucb-prob", "--option", "beta"], "NAME=VALUE"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "random", "--iterations", "2",
+      "--iterations", "x"], "iterations"),
+]
+
+
+@pytest.mark.parametrize("args, needle", BAD_CALLS,
+                         ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+def test_bad_calls_leave_an_existing_folder_untouched(
+        args: list[str], needle: str, folder: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture) -> None:
+    grid = tmp_path / "g.toml"
+    grid.write_text(GRID)
+    bad_grid = tmp_path / "bad.toml"
+    bad_grid.write_text(GRID + "alpha = 1.0\n")
+    argv = [a.format(grid=grid, bad_grid=bad_grid, port=_free_port()) for a in args]
+    before = snapshot(folder)
+    code = main([*argv, "--out", str(folder)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and needle in err and "Traceback" not in err, err
+    assert snapshot(folder) == before
+
+
+def test_out_that_is_a_file_or_under_a_file_is_refused(folder: Path, capsys: pytest.CaptureFixture) -> None:
+    a_file = next(iter(result_files(folder)))
+    before = snapshot(folder)
+    for out in (a_file, a_file / "sub"):
+        assert main(["--grid", "smoke", "--out", str(out)]) == 2
+        assert main(["--problem", "branin-1-1-discrete", "--algorithm", "random", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 4 and all("--out" in line for line in err)
+    assert snapshot(folder) == before
+
+
+def test_status_of_a_missing_folder_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert status_main([str(tmp_path / "nothing-here")]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_corrupted_and_foreign_parquet_files_are_named_and_never_read(
+        folder: Path, capsys: pytest.CaptureFixture) -> None:
+    corrupted = cell_path(folder, SPECS[0])
+    corrupted.write_bytes(corrupted.read_bytes()[: len(corrupted.read_bytes()) // 2])  # torn
+    renamed = cell_path(folder, SPECS[2])
+    renamed.write_bytes(cell_path(folder, SPECS[1]).read_bytes())  # another cell's file under its name
+    foreign = folder / "branin-1-1-discrete" / "random" / "notes.parquet"
+    pq.write_table(pa.table({"a": [1, 2]}), foreign)
+    bad = dict(invalid_files(folder))
+    assert set(bad) == {corrupted, renamed, foreign}
+    assert "Parquet" in bad[corrupted] and "spec" in bad[renamed] and "columns" in bad[foreign]
+    assert result_files(folder) == [cell_path(folder, SPECS[1])]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = read_results(folder)
+    assert sorted(set(frame["seed"])) == [1] and len(frame) == 2  # only the intact cell's rows
+    assert {str(p) for p in bad} == {str(w.message).split("skipped ", 1)[1].split(":")[0] for w in caught}
+    # the grid reruns the two cells whose files are bad, and says which files it ignores
+    states = classify(SPECS, folder)
+    assert [states[s] for s in SPECS] == ["missing", "done", "missing"]
+    grid = folder.parent / "g.toml"
+    grid.write_text(GRID)
+    assert main(["--grid", str(grid), "--out", str(folder), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "1 done, 2 to run" in out
+    assert all(f"ignored {p}" in out for p in bad)
+    assert status_main([str(folder)]) == 0
+    text = capsys.readouterr().out
+    assert "total: 1 done, 2 missing" in text and all(f"ignored {p}" in text for p in bad)
