@@ -1,6 +1,11 @@
 """Crash recovery on a real multi-node Ray cluster on this machine (a head and two worker nodes,
-each its own raylet process, via ray.cluster_utils.Cluster): a worker node killed mid-grid."""
+each its own raylet process, via ray.cluster_utils.Cluster): a worker node killed mid-grid, and
+the driver killed mid-grid, then rerun against the same cluster."""
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -65,3 +70,36 @@ def test_a_worker_node_killed_mid_grid_loses_no_cell_and_duplicates_none(
     assert not list(out.rglob(".*")) and not (out / "_failed").exists()
     print(f"node killed after {killed['files_before']} of {len(CELLS)} cells, "
           f"{killed['at'] - start:.1f} s in; grid done in {time.monotonic() - start:.1f} s")
+
+
+KILL_GRID = """seeds = 4
+iterations = 2
+[[cells]]
+problems = ["branin-1-1-discrete", "goldstein-1-1-discrete"]
+algorithms = ["random", "vucb-prob"]
+"""
+
+
+def test_the_driver_killed_then_rerun_recomputes_no_finished_cell(cluster, tmp_path: Path) -> None:
+    c, _ = cluster
+    grid_file = tmp_path / "kill.toml"
+    grid_file.write_text(KILL_GRID)
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "harness.run", "--grid", str(grid_file), "--out", str(out),
+               "--address", c.address, "--no-progress"]
+    driver = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while len(result_files(out)) < 3 and time.monotonic() < deadline and driver.poll() is None:
+        time.sleep(0.1)
+    assert driver.poll() is None, f"the grid ended before the kill: {driver.stderr.read()[-2000:]}"
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    finished = {p: p.stat().st_mtime_ns for p in result_files(out)}
+    assert 3 <= len(finished) < 16
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert f"{len(finished)} done, {16 - len(finished)} to run" in rerun.stdout
+    files = result_files(out)
+    assert len(files) == 16 == len({(p.parent.parent.name, p.parent.name, p.name) for p in files})
+    assert all(p.stat().st_mtime_ns == t for p, t in finished.items())  # none recomputed
+    assert not list(out.rglob(".*")) and not (out / "_failed").exists()
