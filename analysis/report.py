@@ -51,6 +51,7 @@ from analysis.data import (
 from analysis.figures import assign_figures, colours, regret_figures, timing_figure
 from analysis.provenance import analysis_environment, cell_status
 from analysis.timing import ratio_table, timing_table
+from harness.store import location
 
 EXIT_NEGATIVE_REGRET = 1
 EXIT_USAGE = 2
@@ -270,18 +271,26 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m analysis.report",
         description="Turn a results folder (finished or not) into the paper's figures with 70% bands, the "
                     "timing comparison and the claims table C1-C8, as Markdown and self-contained HTML.")
-    parser.add_argument("results", type=Path, help="a results folder (python -m harness.run --out)")
-    parser.add_argument("--out", type=Path, default=None, help="report folder (default RESULTS/_report)")
+    parser.add_argument("results", help="a results folder or URI (python -m harness.run --out)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="report folder (default RESULTS/_report; for a URI, ./<name>-report)")
     parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
                         help=f"regret at or below this is drawn and tested at it (default {DEFAULT_FLOOR:g})")
     args = parser.parse_args(argv)
+    try:
+        args.results = location(args.results)
+    except ValueError as error:
+        print(f"analysis.report: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
     if not args.results.is_dir():
         print(f"analysis.report: error: {args.results} is not a folder", file=sys.stderr)
         return EXIT_USAGE
     if not args.floor > 0:
         print(f"analysis.report: error: --floor must be positive, got {args.floor}", file=sys.stderr)
         return EXIT_USAGE
-    out = args.out if args.out is not None else args.results / "_report"
+    local = isinstance(args.results, Path) and type(args.results).__module__ == "pathlib"
+    default = args.results / "_report" if local else Path(f"{args.results.name}-report")
+    out = args.out if args.out is not None else default
     try:
         build_report(args.results, out, args.floor)
     except NegativeRegretError as error:

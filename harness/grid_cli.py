@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import socket
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -28,8 +29,9 @@ from harness.grid import (
     unavailable_reason,
     with_overrides,
 )
-from harness.run import EXIT_USAGE, UsageError, _check_writable, _Parser
+from harness.run import EXIT_USAGE, UsageError, _check_writable, _Parser, out_location
 from harness.store import (
+    Location,
     cell_path,
     check_cell_file,
     failure_path,
@@ -50,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--grid", help=f"a named grid ({', '.join(NAMED_GRIDS)}) or a TOML grid file")
     what.add_argument("--list", action="store_true", help="print the named grids and their sizes")
-    parser.add_argument("--out", type=Path, default=None, help="results folder (default results/<grid>)")
+    parser.add_argument("--out", default=None,
+                        help="results folder or URI: s3://, gs://, file:// (default results/<grid>)")
     parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 for every cell group")
     parser.add_argument("--iterations", type=int, default=None, help="iterations of every cell")
     parser.add_argument("--only", default=None, metavar="PATTERN",
@@ -148,21 +151,29 @@ def _list() -> int:
 
 
 @contextlib.contextmanager
-def _lock(out: Path) -> Iterator[None]:
-    """One driver per results folder: a second one would run the same cells twice."""
+def _lock(out: Location) -> Iterator[None]:
+    """One driver per results folder: a second one would run the same cells twice. The lock names
+    the host and pid of its driver; a lock whose driver is gone from this host is stale. A lock
+    from another host cannot be checked from here (a shared or remote store): it is refused."""
     path = out / LOCK
+    host = socket.gethostname()
     try:
-        pid = int(path.read_text().strip())
+        fields = path.read_text().split()
+        other_host, pid = (host, int(fields[0])) if len(fields) == 1 else (fields[0], int(fields[1]))
+        if other_host != host:
+            raise UsageError(f"a grid run on host {other_host} (pid {pid}) holds {out}; remove {path} "
+                             "if it has ended")
         if pid != os.getpid():
             os.kill(pid, 0)
             raise UsageError(f"another grid run (pid {pid}) is writing to {out}; remove {path} if not")
-    except (OSError, ValueError):
+    except (OSError, ValueError, IndexError):
         pass  # no lock, or a stale one (its driver died)
-    path.write_text(str(os.getpid()))
+    path.write_text(f"{host} {os.getpid()}")
     try:
         yield
     finally:
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def main(argv: list[str]) -> int:
@@ -171,7 +182,7 @@ def main(argv: list[str]) -> int:
         if args.list:
             return _list()
         grid, cells = _grid(args)
-        out = args.out if args.out is not None else Path("results") / grid.name
+        out = out_location(args.out) if args.out is not None else Path("results") / grid.name
         if not args.dry_run:
             _check_writable(out)
     except UsageError as error:

@@ -45,7 +45,7 @@ import torch
 
 from algorithms import ALGORITHMS
 from harness.cell import CellSpec, run_cell
-from harness.store import write_cell
+from harness.store import Location, location, write_cell
 from problems import PROBLEMS, get_problem
 
 EXIT_USAGE = 2
@@ -79,8 +79,29 @@ def _parse_option(text: str) -> tuple[str, object]:
     return name.strip(), value
 
 
-def _check_writable(out: Path) -> None:
+def out_location(text: str | Path) -> Location:
+    """``--out`` as a location (a local folder or a URI), or a one-line :class:`UsageError`."""
+    try:
+        return location(text)
+    except ValueError as error:
+        raise UsageError(f"--out {text}: {error}") from None
+
+
+def _check_writable(out: Location) -> None:
     """Create ``out`` if needed and prove a file can be written there (then remove it)."""
+    if not isinstance(out, Path) or type(out).__module__ != "pathlib":  # a URI: probe with an upload
+        try:
+            if out.is_file():
+                raise UsageError(f"--out {out} exists and is not a folder")
+            probe = out / f".write-test-{os.getpid()}"
+            probe.write_text("")
+            probe.unlink()
+        except UsageError:
+            raise
+        except Exception as error:  # credentials, bucket, network: whatever the store says, one line
+            text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise UsageError(f"--out {out} is not writable: {text}") from None
+        return
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a directory")
     try:
@@ -102,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="risk level in (0, 1) (default: the problem's)")
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                         help="algorithm option, repeatable (VALUE parsed as JSON if it can be)")
-    parser.add_argument("--out", type=Path, default=Path("results/single"),
+    parser.add_argument("--out", default="results/single",
                         help="results folder (default results/single)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (default 1, as in the grid, so results match it)")
@@ -147,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         spec = validate(args)
+        args.out = out_location(args.out)
         _check_writable(args.out)
     except UsageError as error:
         print(f"harness.run: error: {error}", file=sys.stderr)

@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.cell import CellSpec
 from harness.grid import GridError, cell_label, resolve_grid
 from harness.grid_cli import classify
-from harness.run import EXIT_USAGE, UsageError, _Parser
+from harness.run import EXIT_USAGE, UsageError, _Parser, out_location
 from harness.store import (
     failure_files,
     invalid_files,
@@ -50,11 +50,12 @@ def status_table(out: Path, grid: str | None = None) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="python -m harness.status", description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, help="a results folder")
+    parser.add_argument("out", help="a results folder or URI (s3://, gs://, file://)")
     parser.add_argument("--grid", default=None, help="count against this grid instead of DIR/_grid.json")
     parser.add_argument("--failures", action="store_true", help="print each failed cell's message")
     try:
         args = parser.parse_args(argv)
+        args.out = out_location(args.out)
         if not args.out.is_dir():
             raise UsageError(f"{args.out} is not a folder")
         try:

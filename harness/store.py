@@ -9,6 +9,11 @@ so a crash leaves either the complete file or nothing (readers skip '.'-prefixed
 
 The schema is fixed (:data:`ROW_SCHEMA`): every file has the same column types whatever the
 algorithm, so a folder of them reads as one table without type-merge errors.
+
+Where: a local folder, or a URI (``s3://bucket/prefix``, ``gs://bucket/prefix``, ``file:///path``)
+through fsspec's universal_pathlib (:func:`location`). An object store has no rename, but a single
+upload becomes visible whole or not at all, so there each file is written straight to its name:
+as atomic as the store allows, and resume works the same way.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import subprocess
 import warnings
 from dataclasses import asdict
 from importlib import metadata as importlib_metadata
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pandas as pd
 import pyarrow as pa
@@ -66,14 +71,40 @@ ROW_SCHEMA = pa.schema([
 ])
 
 
+#: A results location: a local ``Path``, or a ``upath.UPath`` for a URI.
+Location = PurePath
+
+
+def location(out: str | PurePath) -> Location:
+    """``out`` as a path object: a local ``Path``, or a ``UPath`` for a URI with a scheme
+    (``file://`` URIs become plain paths, so that local writes keep their atomic rename)."""
+    if not isinstance(out, str):
+        return out
+    if "://" not in out:
+        return Path(out)
+    if out.startswith("file://"):
+        return Path(out[len("file://"):])
+    try:
+        from upath import UPath
+
+        return UPath(out)
+    except (ImportError, ValueError) as error:
+        raise ValueError(f"cannot open {out}: {error} (remote stores need: pip install "
+                         "'varbo-bench[cloud]')") from None
+
+
+def _is_local(path: PurePath) -> bool:
+    return isinstance(path, Path) and type(path).__module__.startswith("pathlib")
+
+
 def spec_hash(spec: CellSpec) -> str:
     """First 12 hex digits of the SHA-256 of the spec's canonical JSON."""
     return hashlib.sha256(spec.to_json().encode()).hexdigest()[:12]
 
 
-def cell_path(out: Path, spec: CellSpec) -> Path:
+def cell_path(out: Location | str, spec: CellSpec) -> Location:
     """Where the cell's file lives under ``out``."""
-    return out / spec.problem / spec.algorithm / f"seed{spec.seed}-{spec_hash(spec)}.parquet"
+    return location(out) / spec.problem / spec.algorithm / f"seed{spec.seed}-{spec_hash(spec)}.parquet"
 
 
 def provenance() -> dict:
@@ -101,8 +132,13 @@ def to_table(result: CellResult, extra_metadata: dict | None = None) -> pa.Table
     return table.replace_schema_metadata({"varbo": json.dumps(meta)})
 
 
-def write_atomic(table: pa.Table, path: Path) -> None:
-    """Write ``table`` to ``path`` through a '.'-prefixed temporary file and a rename."""
+def write_atomic(table: pa.Table, path: Location) -> None:
+    """Write ``table`` to ``path`` through a '.'-prefixed temporary file and a rename (locally),
+    or as one upload straight to its name (an object store: visible whole or not at all)."""
+    if not _is_local(path):
+        with path.open("wb") as stream:
+            pq.write_table(table, stream)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -112,7 +148,8 @@ def write_atomic(table: pa.Table, path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def write_cell(out: Path, spec: CellSpec, result: CellResult, provenance_info: dict | None = None) -> Path:
+def write_cell(out: Location | str, spec: CellSpec, result: CellResult,
+               provenance_info: dict | None = None) -> Location:
     """Write one finished cell under ``out``; returns its path. ``provenance_info`` defaults to
     :func:`provenance` (a grid computes it once and passes it)."""
     path = cell_path(out, spec)
@@ -121,9 +158,23 @@ def write_cell(out: Path, spec: CellSpec, result: CellResult, provenance_info: d
     return path
 
 
-def read_metadata(path: Path) -> dict:
+def _read_schema(path: Location) -> pa.Schema:
+    if _is_local(path):
+        return pq.read_schema(path)
+    with path.open("rb") as stream:
+        return pq.read_schema(stream)
+
+
+def _read_table(path: Location) -> pa.Table:
+    if _is_local(path):
+        return pq.read_table(path, schema=ROW_SCHEMA)
+    with path.open("rb") as stream:
+        return pq.read_table(stream, schema=ROW_SCHEMA)
+
+
+def read_metadata(path: Location) -> dict:
     """The ``varbo`` metadata of a cell file."""
-    return json.loads(pq.read_schema(path).metadata[b"varbo"])
+    return json.loads(_read_schema(path).metadata[b"varbo"])
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -133,12 +184,16 @@ FAILED_DIR = "_failed"
 MANIFEST = "_grid.json"
 
 
-def failure_path(out: Path, spec: CellSpec) -> Path:
+def failure_path(out: Location | str, spec: CellSpec) -> Location:
     """Where the failure record of a cell lives (a '_'-prefixed folder: readers skip it)."""
-    return out / FAILED_DIR / spec.problem / spec.algorithm / f"seed{spec.seed}-{spec_hash(spec)}.json"
+    name = f"seed{spec.seed}-{spec_hash(spec)}.json"
+    return location(out) / FAILED_DIR / spec.problem / spec.algorithm / name
 
 
-def _write_text_atomic(text: str, path: Path) -> None:
+def _write_text_atomic(text: str, path: Location) -> None:
+    if not _is_local(path):
+        path.write_text(text)  # one upload
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -148,7 +203,8 @@ def _write_text_atomic(text: str, path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def write_failure(out: Path, spec: CellSpec, message: str, traceback_text: str, extra: dict) -> Path:
+def write_failure(out: Location | str, spec: CellSpec, message: str, traceback_text: str,
+                  extra: dict) -> Location:
     """Record that a cell raised: its spec, the one-line message and the full traceback."""
     path = failure_path(out, spec)
     record = {"spec": json.loads(spec.to_json()), "spec_hash": spec_hash(spec), "message": message,
@@ -162,33 +218,40 @@ def read_failure(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def clear_failure(out: Path, spec: CellSpec) -> None:
+def clear_failure(out: Location | str, spec: CellSpec) -> None:
     """Remove a cell's failure record (it has now succeeded) and the folders it leaves empty."""
     path = failure_path(out, spec)
-    path.unlink(missing_ok=True)
+    if not path.exists():
+        return
+    path.unlink()
+    if not _is_local(path):
+        return  # an object store has no folders to tidy
     for folder in (path.parent, path.parent.parent, out / FAILED_DIR):
         with contextlib.suppress(OSError):
             folder.rmdir()  # only succeeds when empty
 
 
-def write_manifest(out: Path, grid_name: str, specs: list[CellSpec]) -> None:
+def write_manifest(out: Location | str, grid_name: str, specs: list[CellSpec]) -> None:
     """Record the grid's full list of cells, so that ``harness.status`` can count the missing ones."""
     data = {"grid": grid_name, "cells": [asdict(s) for s in specs]}
-    _write_text_atomic(json.dumps(data, separators=(",", ":")), out / MANIFEST)
+    _write_text_atomic(json.dumps(data, separators=(",", ":")), location(out) / MANIFEST)
 
 
-def read_manifest(out: Path) -> tuple[str, list[CellSpec]] | None:
+def read_manifest(out: Location | str) -> tuple[str, list[CellSpec]] | None:
     """The grid name and cells recorded by :func:`write_manifest`, or None."""
-    path = out / MANIFEST
+    path = location(out) / MANIFEST
     if not path.is_file():
         return None
     data = json.loads(path.read_text())
     return data["grid"], [spec_from_dict(c) for c in data["cells"]]
 
 
-def remove_stale_temporaries(out: Path) -> int:
+def remove_stale_temporaries(out: Location | str) -> int:
     """Delete '.'-prefixed ``*.tmp`` files left by a killed writer (its pid no longer runs)."""
     removed = 0
+    out = location(out)
+    if not _is_local(out) or not out.is_dir():
+        return 0  # object stores get no temporaries
     for tmp in out.rglob(".*.tmp"):
         try:
             pid = int(tmp.name.rsplit(".", 2)[-2])
@@ -207,7 +270,7 @@ def remove_stale_temporaries(out: Path) -> int:
 # reading
 
 
-def _visible(path: Path, out: Path) -> bool:
+def _visible(path: Path, out: Location | str) -> bool:
     return not any(part.startswith((".", "_")) for part in path.relative_to(out).parts)
 
 
@@ -217,81 +280,89 @@ def spec_from_dict(data: dict) -> CellSpec:
                     data["alpha"], tuple((k, v) for k, v in data["options"]))
 
 
-def check_cell_file(path: Path) -> str | None:
+def check_cell_file(path: Location) -> str | None:
     """Why ``path`` is not a finished cell file written by this store, or None if it is.
 
     Reads the footer only (milliseconds): the file must be Parquet with exactly the columns and
     types of :data:`ROW_SCHEMA`, carry the ``varbo`` metadata, and its recorded spec must hash to
     the hash in its name (so a file copied or renamed onto another cell's name is refused too).
     """
+    return _check(path)[0]
+
+
+def _check(path: Location) -> tuple[str | None, dict | None]:
+    """:func:`check_cell_file`'s reason, and the file's metadata when it is a cell file."""
     try:
-        schema = pq.read_schema(path)
+        schema = _read_schema(path)
     except Exception as error:  # pyarrow raises several types for a damaged footer
-        return f"not a readable Parquet file ({type(error).__name__})"
+        return f"not a readable Parquet file ({type(error).__name__})", None
     if [(f.name, f.type) for f in schema] != [(f.name, f.type) for f in ROW_SCHEMA]:
-        return "not a varbo-bench cell file (other columns)"
+        return "not a varbo-bench cell file (other columns)", None
     try:
-        spec = spec_from_dict(json.loads((schema.metadata or {})[b"varbo"])["spec"])
+        meta = json.loads((schema.metadata or {})[b"varbo"])
+        spec = spec_from_dict(meta["spec"])
     except (KeyError, TypeError, ValueError):
-        return "not a varbo-bench cell file (no cell metadata)"
+        return "not a varbo-bench cell file (no cell metadata)", None
     if spec_hash(spec) != path.stem.rsplit("-", 1)[-1]:
-        return "its recorded spec does not match its name"
-    return None
+        return "its recorded spec does not match its name", None
+    return None, meta
 
 
-def _scan(out: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+def _scan(out: Location | str) -> tuple[list[tuple[Location, dict]], list[tuple[Location, str]]]:
+    """The cell files under ``out`` with their metadata, and the refused files with the reason."""
+    out = location(out)
     if not out.is_dir():
         return [], []
     good, bad = [], []
     for path in sorted(p for p in out.rglob("*.parquet") if _visible(p, out)):
-        reason = check_cell_file(path)
+        reason, meta = _check(path)
         if reason is None:
-            good.append(path)
+            good.append((path, meta))
         else:
             bad.append((path, reason))
     return good, bad
 
 
-def result_files(out: Path) -> list[Path]:
+def result_files(out: Location | str) -> list[Location]:
     """Every finished cell file under ``out`` (skipping '.'- and '_'-prefixed names and any file
     that :func:`check_cell_file` refuses), sorted."""
-    return _scan(out)[0]
+    return [path for path, _ in _scan(out)[0]]
 
 
-def invalid_files(out: Path) -> list[tuple[Path, str]]:
+def invalid_files(out: Location | str) -> list[tuple[Location, str]]:
     """The visible ``*.parquet`` files under ``out`` that are not cell files, with the reason:
     corrupted, foreign, or renamed. They are never read as results; a grid run recomputes a cell
     whose file is one of them (the new file replaces it)."""
     return _scan(out)[1]
 
 
-def failure_files(out: Path) -> list[Path]:
+def failure_files(out: Location | str) -> list[Location]:
     """Every failure record under ``out``."""
-    folder = out / FAILED_DIR
+    folder = location(out) / FAILED_DIR
     return sorted(folder.rglob("*.json")) if folder.is_dir() else []
 
 
-def read_results(out: Path | str) -> pd.DataFrame:
+def read_results(out: Location | str) -> pd.DataFrame:
     """Every finished cell under ``out`` as one DataFrame: the columns of :data:`ROW_SCHEMA` plus
     ``spec_hash`` (the file's, which tells apart cells that differ in iterations, alpha or options),
     ``iterations`` (the cell's planned count) and ``options`` (canonical JSON of its options).
 
     Files are read one by one with the fixed schema and concatenated, so no type merging or
     partition inference happens (pandas 3 / pyarrow 26 safe). An empty folder gives an empty frame
-    with these columns.
+    with these columns. Files that are not cell files (:func:`invalid_files`) are skipped with a
+    warning that names them.
     """
-    out = Path(out)
+    out = location(out)
     tables = []
     good, bad = _scan(out)
     for path, reason in bad:
         warnings.warn(f"skipped {path}: {reason}", stacklevel=2)
-    for path in good:
+    for path, meta in good:
         try:
-            table = pq.read_table(path, schema=ROW_SCHEMA)
+            table = _read_table(path)
         except Exception as error:  # a damaged data page behind an intact footer
             warnings.warn(f"skipped {path}: unreadable ({type(error).__name__}: {error})", stacklevel=2)
             continue
-        meta = json.loads(table.schema.metadata[b"varbo"]) if table.schema.metadata else {}
         n = table.num_rows
         spec = meta.get("spec", {})
         table = table.replace_schema_metadata(None)
