@@ -71,6 +71,16 @@ class Algorithm(ABC):
         self.seed_root = seed_root
         self.rng = generator(seed_root, self.name)
 
+    def state_dict(self) -> dict:
+        """Everything the algorithm carries from one iteration to the next (for checkpoints): the
+        state of its own stream. A subclass with more state extends both methods; a test resumes
+        every registered algorithm mid-run and compares with an uninterrupted run."""
+        return {"rng": self.rng.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        self.rng.set_state(state["rng"])
+
     def search_seed(self, t: int) -> int:
         """Seed of the x-search at iteration ``t``, common to every algorithm of the run."""
         return derive_seed(self.seed_root, "x-search", t)

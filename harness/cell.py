@@ -14,6 +14,13 @@ The loop:
 The observation noise is drawn from its own stream of (problem, seed), one draw per observation in
 order, so every algorithm of a seed sees the same noise sequence (common random numbers).
 
+Checkpoints: with ``on_checkpoint``, the cell hands out its whole state (rows so far, data,
+hyperparameters, the states of every random stream, the algorithm's state) as bytes after an
+iteration, at most every ``checkpoint_every_s`` seconds (default 5 s: every iteration of
+rho-KG^apx, a few per V-UCB cell); ``run_cell(spec, checkpoint=those bytes)`` resumes after that
+iteration and gives the same rows as an uninterrupted run (timings aside). Where the bytes are kept
+is the caller's business (the grid keeps them in its results store); run_cell does no I/O.
+
 The cell runs with torch's default dtype set to float64 (and restored after): a tensor or module
 created without an explicit dtype somewhere below (e.g. GP hyperparameters set before the model is
 cast to float64) would otherwise give rows that depend on the caller's default, and a cell's rows
@@ -23,16 +30,17 @@ must be the same in a Ray worker, in the single-cell command line and in a test 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 
 import torch
 
 from algorithms import ALGORITHMS
-from algorithms.gp import fit_gp
+from algorithms.gp import fit_gp, make_gp
 from problems import DiscreteZ, get_problem
 from problems.seeding import derive_seed, generator
 
@@ -96,13 +104,41 @@ def _default_float64() -> Iterator[None]:
         torch.set_default_dtype(previous)
 
 
-def run_cell(spec: CellSpec) -> CellResult:
-    """Run one cell; see the module docstring. Raises on bad names or options."""
+CHECKPOINT_EVERY_S = 5.0
+
+
+def run_cell(spec: CellSpec, checkpoint: bytes | None = None,
+             on_checkpoint: Callable[[bytes, int], None] | None = None,
+             checkpoint_every_s: float = CHECKPOINT_EVERY_S) -> CellResult:
+    """Run one cell; see the module docstring. Raises on bad names or options.
+
+    Args:
+        spec: the cell.
+        checkpoint: bytes from an earlier ``on_checkpoint`` of the same spec: resume after them.
+        on_checkpoint: called with (bytes, last finished iteration) after an iteration, when at
+            least ``checkpoint_every_s`` seconds passed since the last call (and never after the
+            last iteration: the result is what counts then).
+    """
     with _default_float64():
-        return _run_cell(spec)
+        return _run_cell(spec, checkpoint, on_checkpoint, checkpoint_every_s)
 
 
-def _run_cell(spec: CellSpec) -> CellResult:
+def _pack(state: dict) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getvalue()
+
+
+def _unpack(data: bytes, spec: CellSpec) -> dict:
+    state = torch.load(io.BytesIO(data), weights_only=True)  # tensors and plain data only
+    if state.get("spec") != spec.to_json():
+        raise ValueError("the checkpoint belongs to another cell")
+    return state
+
+
+def _run_cell(spec: CellSpec, checkpoint: bytes | None,
+              on_checkpoint: Callable[[bytes, int], None] | None,
+              checkpoint_every_s: float) -> CellResult:
     problem = get_problem(spec.problem, spec.alpha)
     if spec.algorithm not in ALGORITHMS:
         raise KeyError(f"unknown algorithm {spec.algorithm!r}; valid: {', '.join(ALGORITHMS)}")
@@ -117,22 +153,36 @@ def _run_cell(spec: CellSpec) -> CellResult:
     fit_rng = generator(seed_root, "gp-fit")
 
     start = time.perf_counter()
-    x0, z0 = problem.initial_design(spec.seed)
-    y0 = problem.observe(x0, z0, torch.randn(problem.n_init, generator=noise, dtype=torch.float64))
-    train_X = torch.cat([x0, z0], dim=-1)
-    train_Y = y0.unsqueeze(-1)
-    t0 = time.perf_counter()
-    model, report = fit_gp(train_X, train_Y, None, refit=True, generator=fit_rng)
-    t_fit = time.perf_counter() - t0
-
     rows: list[dict] = []
     best_lower, x_theory = -math.inf, None
+    first = 0
+    if checkpoint is not None:  # resume after the checkpoint's last iteration
+        state = _unpack(checkpoint, spec)
+        rows, train_X, train_Y = state["rows"], state["train_X"], state["train_Y"]
+        best_lower, x_theory = state["best_lower"], state["x_theory"]
+        noise.set_state(state["noise"])
+        fit_rng.set_state(state["fit_rng"])
+        algorithm.load_state_dict(state["algorithm"])
+        model = make_gp(train_X, train_Y)
+        model.load_state_dict(state["model"])
+        model.eval().requires_grad_(False)
+        first = rows[-1]["iteration"] + 1
+        start -= state["elapsed_s"]
+    else:
+        x0, z0 = problem.initial_design(spec.seed)
+        y0 = problem.observe(x0, z0, torch.randn(problem.n_init, generator=noise, dtype=torch.float64))
+        train_X = torch.cat([x0, z0], dim=-1)
+        train_Y = y0.unsqueeze(-1)
+        t0 = time.perf_counter()
+        model, report = fit_gp(train_X, train_Y, None, refit=True, generator=fit_rng)
+        t_fit = time.perf_counter() - t0
+    last_checkpoint = time.perf_counter()
 
     def true_values(x: torch.Tensor) -> tuple[float, float]:
         xb = x.unsqueeze(0)
         return float(problem.var(xb)[0]), float(problem.worst_case(xb)[0])
 
-    for t in range(iterations + 1):
+    for t in range(first, iterations + 1):
         row: dict = {"iteration": t, "x": [], "z": [], "y": None}
         info: dict = {}
         if t > 0:
@@ -179,6 +229,15 @@ def _run_cell(spec: CellSpec) -> CellResult:
             row.update(x_rec_theory=x_theory.tolist(),
                        regret_theory=optimum_value - (var_th if target == "var" else worst_th))
         rows.append(row)
+        if (on_checkpoint is not None and t < iterations
+                and time.perf_counter() - last_checkpoint >= checkpoint_every_s):
+            on_checkpoint(_pack({
+                "spec": spec.to_json(), "rows": rows, "train_X": train_X, "train_Y": train_Y,
+                "model": model.state_dict(), "noise": noise.get_state(),
+                "fit_rng": fit_rng.get_state(), "algorithm": algorithm.state_dict(),
+                "best_lower": best_lower, "x_theory": x_theory,
+                "elapsed_s": time.perf_counter() - start}), t)
+            last_checkpoint = time.perf_counter()
 
     for row in rows:
         row.update(problem=spec.problem, algorithm=spec.algorithm, seed=spec.seed,

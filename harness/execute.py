@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import signal
@@ -25,11 +26,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from tqdm import tqdm
 
 from harness.cell import CellResult, CellSpec, run_cell
 from harness.grid import cell_label
-from harness.store import clear_failure, provenance, write_cell, write_failure
+from harness.store import (
+    clear_checkpoint,
+    clear_failure,
+    provenance,
+    read_checkpoint,
+    write_cell,
+    write_checkpoint,
+    write_failure,
+)
 
 
 @dataclass
@@ -39,14 +49,34 @@ class Outcome:
     done: list[CellSpec] = field(default_factory=list)
     failed: list[CellSpec] = field(default_factory=list)
     unrun: list[CellSpec] = field(default_factory=list)
+    resumed: dict[CellSpec, int] = field(default_factory=dict)  # cell -> iteration it resumed after
     interrupted: bool = False
     wall_s: float = 0.0
     cell_s: float = 0.0  # sum of the cells' own wall times (inside the tasks)
     ray_start_s: float = 0.0
 
 
-def _execute_cell(spec: CellSpec, cell_fn: Callable[[CellSpec], CellResult]) -> dict:
-    """The body of a task: one thread, the cell, and its result or its error (never raises)."""
+class _CheckpointKeeper:
+    """A Ray actor on the driver's node that keeps the cells' checkpoints in the results store
+    (``_checkpoints/``): workers need no access to the store, and a checkpoint outlives a killed
+    worker, node or driver. One call at a time, in the order each caller sent them."""
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+
+    def load(self, spec: CellSpec) -> bytes | None:
+        return read_checkpoint(self.out, spec)
+
+    def save(self, spec: CellSpec, data: bytes) -> None:
+        write_checkpoint(self.out, spec, data)
+
+    def drop(self, spec: CellSpec) -> None:
+        clear_checkpoint(self.out, spec)
+
+
+def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], keeper=None) -> dict:
+    """The body of a task: one thread, the cell (resumed from its checkpoint if the keeper has one,
+    checkpointing as it goes), and its result or its error (never raises)."""
     import torch
 
     # A terminal's Ctrl-C reaches every process of its group, local Ray workers included; the driver
@@ -55,14 +85,31 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[[CellSpec], CellResult]) -> 
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)
     start = time.perf_counter()
+    resumed_at = None
     try:
-        result = cell_fn(spec)
+        if keeper is None:
+            result = cell_fn(spec)
+        else:
+            checkpoint = ray.get(keeper.load.remote(spec))
+            if checkpoint is not None:
+                resumed_at = int(torch.load(io.BytesIO(checkpoint),
+                                            weights_only=True)["rows"][-1]["iteration"])
+            pending: list = []
+
+            def save(data: bytes, t: int) -> None:  # fire and forget, but never more than one behind
+                if pending:
+                    ray.get(pending.pop())
+                pending.append(keeper.save.remote(spec, data))
+
+            result = cell_fn(spec, checkpoint=checkpoint, on_checkpoint=save)
+            ray.get(pending)  # the last save lands before the driver drops the checkpoint
     except Exception as error:  # recorded, the grid goes on
         message = f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
         return {"ok": False, "message": message, "traceback": traceback.format_exc(),
                 "host": socket.gethostname(), "pid": os.getpid(),
                 "seconds": time.perf_counter() - start}
-    return {"ok": True, "result": result, "seconds": time.perf_counter() - start}
+    return {"ok": True, "result": result, "seconds": time.perf_counter() - start,
+            "resumed_at": resumed_at}
 
 
 #: Times Ray reruns a cell whose worker process or node died (a spot node reclaimed, the OOM killer).
@@ -70,6 +117,7 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[[CellSpec], CellResult]) -> 
 SYSTEM_RETRIES = 2
 
 _remote_cell = ray.remote(num_cpus=1, max_retries=SYSTEM_RETRIES)(_execute_cell)
+_remote_keeper = ray.remote(num_cpus=0)(_CheckpointKeeper)
 
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
@@ -119,8 +167,8 @@ def _format_eta(seconds: float) -> str:
 
 
 def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None,
-              max_in_flight: int | None = None, cell_fn: Callable[[CellSpec], CellResult] = run_cell,
-              progress: bool = True) -> Outcome:
+              max_in_flight: int | None = None, cell_fn: Callable[..., CellResult] = run_cell,
+              progress: bool = True, checkpoints: bool = True) -> Outcome:
     """Run ``cells`` on the Ray that is initialised, writing each one under ``out`` as it finishes.
 
     Args:
@@ -129,8 +177,12 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
         costs: estimated seconds per cell (same order); the most expensive are submitted first and
             the ETA uses them. Default: all equal.
         max_in_flight: tasks submitted at once (default: twice the cluster's CPUs).
-        cell_fn: the cell function (tests substitute one; it must be importable by the workers).
+        cell_fn: the cell function (tests substitute one; it must be importable by the workers and
+            take run_cell's ``checkpoint`` and ``on_checkpoint`` arguments).
         progress: show a tqdm bar on stderr.
+        checkpoints: keep checkpoints of running cells in ``out/_checkpoints`` (an actor on this
+            node writes them), so that a cell whose worker or node dies, or a cell of a killed
+            driver's grid, resumes from its last checkpoint instead of from the start.
     """
     outcome = Outcome()
     start = time.perf_counter()
@@ -141,6 +193,10 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     limit = max_in_flight or 2 * cpus
     info = provenance()
+    keeper = None
+    if checkpoints:  # on this node, where the results store is
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        keeper = _remote_keeper.options(scheduling_strategy=here).remote(str(out))
     in_flight: dict[ray.ObjectRef, CellSpec] = {}
     remaining_cost = sum(costs)
     done_cost = 0.0
@@ -161,7 +217,7 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
         while queue or in_flight:
             while queue and len(in_flight) < limit:
                 spec = queue.pop(0)
-                in_flight[_remote_cell.remote(spec, cell_fn)] = spec
+                in_flight[_remote_cell.remote(spec, cell_fn, keeper)] = spec
             refresh()
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
             for ref in ready:
@@ -175,7 +231,10 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                 if reply["ok"]:
                     write_cell(out, spec, reply["result"], info)
                     clear_failure(out, spec)
+                    clear_checkpoint(out, spec)
                     outcome.done.append(spec)
+                    if reply.get("resumed_at") is not None:
+                        outcome.resumed[spec] = reply["resumed_at"]
                 else:
                     write_failure(out, spec, reply["message"], reply["traceback"],
                                   {k: reply.get(k) for k in ("host", "pid", "seconds")}

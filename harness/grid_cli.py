@@ -34,6 +34,7 @@ from harness.store import (
     Location,
     cell_path,
     check_cell_file,
+    clear_checkpoint,
     failure_path,
     invalid_files,
     read_metadata,
@@ -246,6 +247,9 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
             where = f"join the Ray cluster at {args.address}" if args.address else "start a local Ray"
             raise UsageError(f"cannot {where}: {str(error).strip().splitlines()[0]}") from None
         print(f"Ray ready in {ray_start:.1f} s")
+    if args.force:  # recomputed from scratch, not from a checkpoint of an earlier run
+        for spec in to_run:
+            clear_checkpoint(out, spec)
     removed = remove_stale_temporaries(out)
     if removed:
         print(f"removed {removed} temporary file(s) left by an interrupted run")

@@ -182,6 +182,44 @@ def read_metadata(path: Location) -> dict:
 
 FAILED_DIR = "_failed"
 MANIFEST = "_grid.json"
+CHECKPOINT_DIR = "_checkpoints"
+
+
+def checkpoint_path(out: Location | str, spec: CellSpec) -> Location:
+    """Where the last checkpoint of an unfinished cell lives (removed once the cell is written)."""
+    name = f"seed{spec.seed}-{spec_hash(spec)}.ckpt"
+    return location(out) / CHECKPOINT_DIR / spec.problem / spec.algorithm / name
+
+
+def write_checkpoint(out: Location | str, spec: CellSpec, data: bytes) -> None:
+    """Store a cell's checkpoint bytes (atomically, as every file here)."""
+    path = checkpoint_path(out, spec)
+    if not _is_local(path):
+        path.write_bytes(data)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_checkpoint(out: Location | str, spec: CellSpec) -> bytes | None:
+    """A cell's last checkpoint, or None."""
+    path = checkpoint_path(out, spec)
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def clear_checkpoint(out: Location | str, spec: CellSpec) -> None:
+    """Remove a cell's checkpoint (it is written, or it is to be recomputed from scratch)."""
+    path = checkpoint_path(out, spec)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
 
 
 def failure_path(out: Location | str, spec: CellSpec) -> Location:

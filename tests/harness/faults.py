@@ -5,18 +5,31 @@ from harness.cell import CellResult, CellSpec, run_cell
 FAILING_ALGORITHM = "vucb-unif"
 
 
-def fail_vucb_unif(spec: CellSpec) -> CellResult:
+def fail_vucb_unif(spec: CellSpec, **checkpointing: object) -> CellResult:
     """``run_cell``, except that every vucb-unif cell raises ``RuntimeError``."""
     if spec.algorithm == FAILING_ALGORITHM:
         raise RuntimeError(f"injected failure in {spec.problem}/{spec.algorithm}/seed{spec.seed}")
-    return run_cell(spec)
+    return run_cell(spec, **checkpointing)
 
 
-def slow_cell(spec: CellSpec) -> CellResult:
+def slow_cell(spec: CellSpec, checkpoint: bytes | None = None, on_checkpoint=None) -> CellResult:
     """``run_cell`` that takes at least 2 s, so that a node can be killed while cells run on it."""
     import time
 
     start = time.monotonic()
-    result = run_cell(spec)
+    result = run_cell(spec, checkpoint=checkpoint, on_checkpoint=on_checkpoint)
     time.sleep(max(0.0, 2.0 - (time.monotonic() - start)))
     return result
+
+
+def slow_iterations(spec: CellSpec, checkpoint: bytes | None = None, on_checkpoint=None) -> CellResult:
+    """``run_cell`` with 0.5 s per iteration and a checkpoint after each: a cell long enough to be
+    killed in the middle, which then resumes from its last checkpoint."""
+    import time
+
+    def save(data: bytes, t: int) -> None:
+        time.sleep(0.5)
+        on_checkpoint(data, t)
+
+    return run_cell(spec, checkpoint=checkpoint, on_checkpoint=save if on_checkpoint else None,
+                    checkpoint_every_s=0.0)

@@ -1,7 +1,9 @@
 """Crash recovery on a real multi-node Ray cluster on this machine (a head and two worker nodes,
-each its own raylet process, via ray.cluster_utils.Cluster): a worker node killed mid-grid, and
-the driver killed mid-grid, then rerun against the same cluster."""
+each its own raylet process, via ray.cluster_utils.Cluster): a worker node killed mid-grid (cells
+rerun elsewhere; a long cell resumes from its checkpoint), and the driver killed mid-grid, then
+rerun against the same cluster."""
 
+import io
 import os
 import signal
 import subprocess
@@ -13,11 +15,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import torch
 
-from harness.cell import CellSpec
+from harness.cell import CellSpec, run_cell
 from harness.execute import run_cells
-from harness.store import cell_path, read_results, result_files
-from tests.harness.faults import slow_cell
+from harness.store import ROW_SCHEMA, cell_path, read_checkpoint, read_results, result_files
+from tests.harness.faults import slow_cell, slow_iterations
+
+TIMINGS = {"t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"}
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
@@ -103,3 +108,44 @@ def test_the_driver_killed_then_rerun_recomputes_no_finished_cell(cluster, tmp_p
     assert len(files) == 16 == len({(p.parent.parent.name, p.parent.name, p.name) for p in files})
     assert all(p.stat().st_mtime_ns == t for p, t in finished.items())  # none recomputed
     assert not list(out.rglob(".*")) and not (out / "_failed").exists()
+
+
+def test_a_cell_on_a_killed_node_resumes_from_its_last_checkpoint(cluster, tmp_path: Path) -> None:
+    c, nodes = cluster
+    out = tmp_path / "out"
+    specs = [CellSpec.make("branin-1-1-discrete", "vucb-prob", s, 12) for s in (0, 1)]
+    seen: dict = {}
+
+    def kill_when_both_have_checkpoints() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            data = [read_checkpoint(out, s) for s in specs]
+            if all(d is not None for d in data):
+                iterations = [torch.load(io.BytesIO(d), weights_only=True)["rows"][-1]["iteration"]
+                              for d in data]
+                if min(iterations) >= 3:
+                    seen["checkpointed"] = iterations
+                    c.remove_node(nodes[0], allow_graceful=False)
+                    seen["at"] = time.monotonic()
+                    return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_when_both_have_checkpoints)
+    killer.start()
+    start = time.monotonic()
+    outcome = run_cells(specs, out, cell_fn=slow_iterations, progress=False)
+    killer.join()
+    assert "at" in seen, "the node was never killed"
+    assert not outcome.failed and len(outcome.done) == 2
+    # the cell that was on the killed node resumed after a checkpointed iteration, not from 0
+    assert len(outcome.resumed) == 1
+    (spec, resumed_at), = outcome.resumed.items()
+    assert resumed_at >= 3
+    for s in specs:  # the same rows as an uninterrupted run, timings aside
+        stored = [{k: v for k, v in r.items() if k not in TIMINGS}
+                  for r in pq.read_table(cell_path(out, s)).to_pylist()]
+        direct = [{k: r.get(k) for k in ROW_SCHEMA.names if k not in TIMINGS} for r in run_cell(s).rows]
+        assert stored == direct
+    assert read_checkpoint(out, specs[0]) is None and read_checkpoint(out, specs[1]) is None
+    print(f"killed with checkpoints at iterations {seen['checkpointed']}; {spec.seed} resumed after "
+          f"iteration {resumed_at} of 12; grid done {time.monotonic() - start:.1f} s after start")
