@@ -57,21 +57,34 @@ class Outcome:
 
 
 class _CheckpointKeeper:
-    """A Ray actor on the driver's node that keeps the cells' checkpoints in the results store
-    (``_checkpoints/``): workers need no access to the store, and a checkpoint outlives a killed
-    worker, node or driver. One call at a time, in the order each caller sent them."""
+    """A Ray actor on the driver's node that holds the running cells' latest checkpoints in
+    memory. The driver preloads the checkpoints of the cells it is about to run, takes the new ones
+    about once a second and writes them to ``_checkpoints/`` in the results store itself: only the
+    driver ever touches the store (workers and this actor need neither its path nor credentials).
+    Calls run one at a time, in the order each caller sent them."""
 
-    def __init__(self, out: str) -> None:
-        self.out = out
+    def __init__(self) -> None:
+        self.latest: dict[CellSpec, bytes] = {}
+        self.dirty: set[CellSpec] = set()
+
+    def put(self, spec: CellSpec, data: bytes) -> None:  # preloaded by the driver: not dirty
+        self.latest[spec] = data
 
     def load(self, spec: CellSpec) -> bytes | None:
-        return read_checkpoint(self.out, spec)
+        return self.latest.get(spec)
 
     def save(self, spec: CellSpec, data: bytes) -> None:
-        write_checkpoint(self.out, spec, data)
+        self.latest[spec] = data
+        self.dirty.add(spec)
+
+    def take(self) -> dict[CellSpec, bytes]:
+        taken = {spec: self.latest[spec] for spec in self.dirty}
+        self.dirty.clear()
+        return taken
 
     def drop(self, spec: CellSpec) -> None:
-        clear_checkpoint(self.out, spec)
+        self.latest.pop(spec, None)
+        self.dirty.discard(spec)
 
 
 def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], keeper=None) -> dict:
@@ -90,19 +103,25 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], keeper=Non
         if keeper is None:
             result = cell_fn(spec)
         else:
-            checkpoint = ray.get(keeper.load.remote(spec))
+            try:
+                checkpoint = ray.get(keeper.load.remote(spec))
+            except Exception:  # checkpoints are a convenience: without the keeper, start afresh
+                checkpoint, keeper = None, None
             if checkpoint is not None:
                 resumed_at = int(torch.load(io.BytesIO(checkpoint),
                                             weights_only=True)["rows"][-1]["iteration"])
             pending: list = []
 
             def save(data: bytes, t: int) -> None:  # fire and forget, but never more than one behind
-                if pending:
-                    ray.get(pending.pop())
-                pending.append(keeper.save.remote(spec, data))
+                with contextlib.suppress(Exception):  # a lost keeper costs checkpoints, not the cell
+                    if pending:
+                        ray.get(pending.pop())
+                    pending.append(keeper.save.remote(spec, data))
 
-            result = cell_fn(spec, checkpoint=checkpoint, on_checkpoint=save)
-            ray.get(pending)  # the last save lands before the driver drops the checkpoint
+            result = cell_fn(spec, checkpoint=checkpoint,
+                             on_checkpoint=save if keeper is not None else None)
+            with contextlib.suppress(Exception):
+                ray.get(pending)  # the last save lands before the driver drops the checkpoint
     except Exception as error:  # recorded, the grid goes on
         message = f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
         return {"ok": False, "message": message, "traceback": traceback.format_exc(),
@@ -194,9 +213,19 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
     limit = max_in_flight or 2 * cpus
     info = provenance()
     keeper = None
-    if checkpoints:  # on this node, where the results store is
+    if checkpoints:  # on this node: it lives as long as the driver, whatever happens to workers
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        keeper = _remote_keeper.options(scheduling_strategy=here).remote(str(out))
+        keeper = _remote_keeper.options(scheduling_strategy=here).remote()
+        for spec in cells:
+            data = read_checkpoint(out, spec)
+            if data is not None:
+                keeper.put.remote(spec, data)
+
+    def flush() -> None:
+        """Write the checkpoints the running cells made since the last flush."""
+        if keeper is not None:
+            for spec, data in ray.get(keeper.take.remote()).items():
+                write_checkpoint(out, spec, data)
     in_flight: dict[ray.ObjectRef, CellSpec] = {}
     remaining_cost = sum(costs)
     done_cost = 0.0
@@ -220,6 +249,7 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                 in_flight[_remote_cell.remote(spec, cell_fn, keeper)] = spec
             refresh()
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
+            flush()
             for ref in ready:
                 spec = in_flight.pop(ref)
                 try:
@@ -232,6 +262,8 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                     write_cell(out, spec, reply["result"], info)
                     clear_failure(out, spec)
                     clear_checkpoint(out, spec)
+                    if keeper is not None:
+                        keeper.drop.remote(spec)
                     outcome.done.append(spec)
                     if reply.get("resumed_at") is not None:
                         outcome.resumed[spec] = reply["resumed_at"]
@@ -247,6 +279,8 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
         refresh()
     except KeyboardInterrupt:
         outcome.interrupted = True
+        with contextlib.suppress(BaseException):  # keep what the interrupted cells reached
+            flush()
         for ref in in_flight:
             with contextlib.suppress(Exception):  # Ray itself may be going down with the same Ctrl-C
                 ray.cancel(ref, force=True)

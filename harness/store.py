@@ -25,9 +25,11 @@ import os
 import platform
 import subprocess
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict
 from importlib import metadata as importlib_metadata
 from pathlib import Path, PurePath
+from typing import BinaryIO
 
 import pandas as pd
 import pyarrow as pa
@@ -132,20 +134,27 @@ def to_table(result: CellResult, extra_metadata: dict | None = None) -> pa.Table
     return table.replace_schema_metadata({"varbo": json.dumps(meta)})
 
 
-def write_atomic(table: pa.Table, path: Location) -> None:
-    """Write ``table`` to ``path`` through a '.'-prefixed temporary file and a rename (locally),
-    or as one upload straight to its name (an object store: visible whole or not at all)."""
+def _write_whole(path: Location, write: Callable[[BinaryIO], object]) -> None:
+    """``write(stream)`` so that ``path`` appears whole or not at all: locally through a
+    '.'-prefixed temporary file and a rename; on an object store as one upload straight to its
+    name (visible whole or not at all: there is no rename)."""
     if not _is_local(path):
         with path.open("wb") as stream:
-            pq.write_table(table, stream)
+            write(stream)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        pq.write_table(table, tmp)
+        with open(tmp, "wb") as stream:
+            write(stream)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_atomic(table: pa.Table, path: Location) -> None:
+    """Write ``table`` to ``path`` as Parquet, whole or not at all (:func:`_write_whole`)."""
+    _write_whole(path, lambda stream: pq.write_table(table, stream))
 
 
 def write_cell(out: Location | str, spec: CellSpec, result: CellResult,
@@ -193,17 +202,7 @@ def checkpoint_path(out: Location | str, spec: CellSpec) -> Location:
 
 def write_checkpoint(out: Location | str, spec: CellSpec, data: bytes) -> None:
     """Store a cell's checkpoint bytes (atomically, as every file here)."""
-    path = checkpoint_path(out, spec)
-    if not _is_local(path):
-        path.write_bytes(data)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    _write_whole(checkpoint_path(out, spec), lambda stream: stream.write(data))
 
 
 def read_checkpoint(out: Location | str, spec: CellSpec) -> bytes | None:
@@ -229,16 +228,7 @@ def failure_path(out: Location | str, spec: CellSpec) -> Location:
 
 
 def _write_text_atomic(text: str, path: Location) -> None:
-    if not _is_local(path):
-        path.write_text(text)  # one upload
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    _write_whole(path, lambda stream: stream.write(text.encode()))
 
 
 def write_failure(out: Location | str, spec: CellSpec, message: str, traceback_text: str,

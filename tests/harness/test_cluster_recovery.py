@@ -31,16 +31,32 @@ CELLS = [CellSpec.make(p, "random", s, 2) for p in ("branin-1-1-discrete", "gold
          for s in range(4)]
 
 
-@pytest.fixture
-def cluster():
+@pytest.fixture(scope="module")
+def head():
+    """The head node, shared by the tests of this module (it starts in seconds, not instantly)."""
+    ray.shutdown()  # an earlier test may have left this process connected to another Ray
     # the head advertises no CPU, as on a real cluster: every cell runs on a worker node
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
-    nodes = [c.add_node(num_cpus=1) for _ in range(2)]
+    # a dead node is declared dead after 3 missed health checks 0.5 s apart (Ray's defaults: 5 and
+    # 3 s, whose detection delay would dominate these tests)
+    c = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "include_dashboard": False,
+        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3}})
     ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
-    c.wait_for_nodes()
-    yield c, nodes
+    yield c
     ray.shutdown()
     c.shutdown()
+
+
+@pytest.fixture
+def cluster(head):
+    """Two fresh worker nodes of one CPU each (a test may kill one); removed afterwards."""
+    nodes = [head.add_node(num_cpus=1) for _ in range(2)]
+    head.wait_for_nodes()
+    yield head, nodes
+    for node in nodes:
+        if node in head.worker_nodes:
+            head.remove_node(node)
+    head.wait_for_nodes()
 
 
 def test_a_worker_node_killed_mid_grid_loses_no_cell_and_duplicates_none(

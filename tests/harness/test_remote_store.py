@@ -13,7 +13,7 @@ from harness.run import main
 from harness.status import main as status_main
 from harness.store import cell_path, location, read_results, result_files
 
-pytest.importorskip("ray")
+ray = pytest.importorskip("ray")
 GRID = """seeds = 2
 iterations = 1
 [[cells]]
@@ -22,6 +22,14 @@ algorithms = ["random"]
 """
 SPECS = [CellSpec.make(p, "random", s, 1) for p in ("branin-1-1-discrete", "goldstein-1-1-discrete")
          for s in (0, 1)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def own_ray():
+    """The grids here start a local Ray in this process (as the command line does); leave none."""
+    ray.shutdown()
+    yield
+    ray.shutdown()
 
 
 @pytest.fixture(scope="module")
