@@ -21,8 +21,7 @@ from harness.cell import CellSpec, run_cell
 from harness.execute import run_cells
 from harness.store import ROW_SCHEMA, cell_path, read_checkpoint, read_results, result_files
 from tests.harness.faults import slow_cell, slow_iterations
-
-TIMINGS = {"t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"}
+from tests.harness.layout import TIMINGS
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402

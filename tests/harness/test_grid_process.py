@@ -2,8 +2,6 @@
 driver killed with SIGKILL mid-grid, then resumed."""
 
 import contextlib
-import hashlib
-import json
 import os
 import signal
 import subprocess
@@ -18,22 +16,7 @@ import pytest
 from harness.cell import CellSpec, run_cell
 from harness.grid import smoke_grid
 from harness.store import ROW_SCHEMA, read_results
-
-TIMINGS = {"t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"}
-
-
-def expected_path(out: Path, spec: CellSpec) -> Path:
-    """The store's layout, recomputed here from the spec's canonical JSON."""
-    digest = hashlib.sha256(json.dumps(
-        {"problem": spec.problem, "algorithm": spec.algorithm, "seed": spec.seed,
-         "iterations": spec.iterations, "alpha": spec.alpha, "options": [list(o) for o in spec.options]},
-        sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
-    return out / spec.problem / spec.algorithm / f"seed{spec.seed}-{digest}.parquet"
-
-
-def visible_parquet(out: Path) -> list[Path]:
-    return sorted(p for p in out.rglob("*.parquet")
-                  if not any(part.startswith((".", "_")) for part in p.relative_to(out).parts))
+from tests.harness.layout import TIMINGS, expected_path, visible_parquet
 
 
 def grid_cli(*args: str) -> subprocess.CompletedProcess:

@@ -1,6 +1,5 @@
 """Running grids on a local Ray in this process: determinism, resume, --force, failures, reading."""
 
-import hashlib
 import json
 import math
 from pathlib import Path
@@ -15,10 +14,10 @@ from harness.run import main
 from harness.status import status_table
 from harness.store import ROW_SCHEMA, read_results
 from tests.harness.faults import fail_vucb_unif
+from tests.harness.layout import TIMINGS, expected_path
 
 ray = pytest.importorskip("ray")
 
-TIMINGS = {"t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"}
 CELLS = [CellSpec.make(p, a, s, 2) for p in ("branin-1-1-discrete", "goldstein-1-1-discrete")
          for a in ("random", "vucb-prob") for s in (0, 1)]
 GRID = """seeds = 2
@@ -37,13 +36,6 @@ def local_ray():
     ray.shutdown()
 
 
-def expected_path(out: Path, spec: CellSpec) -> Path:
-    """The store's layout, recomputed here from the spec's canonical JSON."""
-    digest = hashlib.sha256(json.dumps(
-        {"problem": spec.problem, "algorithm": spec.algorithm, "seed": spec.seed,
-         "iterations": spec.iterations, "alpha": spec.alpha, "options": [list(o) for o in spec.options]},
-        sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
-    return out / spec.problem / spec.algorithm / f"seed{spec.seed}-{digest}.parquet"
 
 
 def rows_without_timings(path: Path) -> list[dict]:
