@@ -320,7 +320,7 @@ def select(cells: Iterable[CellSpec], pattern: str) -> list[CellSpec]:
 #: machine, T = 60: V-UCB 10-20 s, random a few seconds); hartmann-2-1 (two-dimensional x) is slower.
 _FIXED_S = 1.0
 _PER_ITERATION_S = {"random": 0.05, "vucb-unif": 0.25, "vucb-prob": 0.25, "stableopt": 0.25,
-                    "rhokg-apx": 20.0}  # rho-KG^apx at the paper's search effort: 10-30 s
+                    "rhokg-apx": 10.0}  # at the paper's search effort: 5-13 s (|D| 20-60)
 #: The same with :data:`SMOKE_OPTIONS` (measured: rho-KG^apx about 0.7 s an iteration).
 _PER_ITERATION_S_SMOKE = {"rhokg-apx": 0.7}
 
