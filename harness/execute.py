@@ -177,6 +177,10 @@ def start_ray(address: str | None, num_cpus: int | None) -> float:
     return time.perf_counter() - start
 
 
+#: Seconds between progress lines when stderr is not a terminal.
+LOG_EVERY_S = 15.0
+
+
 def _format_eta(seconds: float) -> str:
     if seconds != seconds or seconds == float("inf"):
         return "?"
@@ -234,6 +238,8 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                dynamic_ncols=True, mininterval=0.5 if interactive else 15.0,
                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
 
+    last_line = [time.perf_counter()]
+
     def refresh() -> None:
         elapsed = time.perf_counter() - start
         eta = elapsed / done_cost * remaining_cost if done_cost > 0 else float("nan")
@@ -241,6 +247,10 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
         bar.set_postfix_str(f"running {running}, failed {len(outcome.failed)}, "
                             f"remaining {len(queue) + len(in_flight) - running}, ETA {_format_eta(eta)}",
                             refresh=interactive)
+        # not on a terminal (a log, `ray job logs`): a line every LOG_EVERY_S even while no cell ends
+        if not interactive and time.perf_counter() - last_line[0] >= LOG_EVERY_S:
+            bar.refresh()
+            last_line[0] = time.perf_counter()
 
     try:
         while queue or in_flight:

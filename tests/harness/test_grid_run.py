@@ -13,7 +13,7 @@ from harness.execute import run_cells
 from harness.run import main
 from harness.status import status_table
 from harness.store import ROW_SCHEMA, read_results
-from tests.harness.faults import fail_vucb_unif
+from tests.harness.faults import fail_vucb_unif, slow_iterations
 from tests.harness.layout import TIMINGS, expected_path
 
 ray = pytest.importorskip("ray")
@@ -154,3 +154,15 @@ def test_alpha_study_cell_measures_against_the_worst_case(tmp_path: Path) -> Non
     assert math.isfinite(frame["regret"].iloc[-1])
     first = frame.groupby("algorithm")["x"].apply(lambda s: [list(v) for v in s])
     assert first["vucb-prob"] == first["stableopt"]  # Corollary 2 holds through the grid too
+
+
+def test_progress_lines_keep_coming_in_a_log_while_no_cell_ends(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.execute
+
+    monkeypatch.setattr(harness.execute, "LOG_EVERY_S", 0.5)
+    spec = CellSpec.make("branin-1-1-discrete", "random", 0, 8)  # about 4 s: 0.5 s an iteration
+    run_cells([spec], tmp_path / "out", cell_fn=slow_iterations)
+    lines = [line for line in capsys.readouterr().err.replace("\r", "\n").splitlines()
+             if "running 1" in line]
+    assert len(lines) >= 3, lines  # stderr is not a terminal here, as in `ray job logs`
