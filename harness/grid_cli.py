@@ -263,10 +263,12 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
         cpus = _cpus_used()
         # CPU-seconds not spent inside cells (imports, scheduling, writing, idle tail), per cell
         per_cell = (cpus * outcome.wall_s - outcome.cell_s) / max(1, ran)
+        # after Ctrl-C the wall time holds the unfinished cells' work too: no overhead figure then
+        overhead = (f", overhead per cell (CPUs x wall - cell times) / cells = {per_cell:.2f} s"
+                    if not outcome.interrupted else "")
         print(f"ran {ran} cells in {outcome.wall_s:.1f} s on {cpus} CPUs (sum of cell times "
-              f"{outcome.cell_s:.1f} s, Ray start {ray_start:.1f} s, overhead per cell "
-              f"(CPUs x wall - cell times) / cells = {per_cell:.2f} s): {len(outcome.done)} written, "
-              f"{len(outcome.failed)} failed")
+              f"{outcome.cell_s:.1f} s, Ray start {ray_start:.1f} s{overhead}): {len(outcome.done)} "
+              f"written, {len(outcome.failed)} failed")
         interrupted = outcome.interrupted
     states = classify(cells, out)  # from the files: exact even if Ctrl-C came between a write and its count
     failed = [c for c in cells if states[c] == "failed"]
