@@ -4,6 +4,8 @@
     python -m problems --json               # the same as a JSON list
     python -m problems --check-optima       # recompute every optimum, compare with the table
     python -m problems --write-optima [NAME ...]  # recompute and rewrite problems/optima.json
+        [--workers N]   # processes for the simulated problems' searches (default 1)
+        [--partial]     # robot-push-3-2: write the best found so far, labelled "complete": false
 """
 
 from __future__ import annotations
@@ -58,11 +60,11 @@ def _print_table(rows: list[dict]) -> None:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
 
 
-def _certify(names: list[str], write: bool) -> int:
+def _certify(names: list[str], write: bool, workers: int = 1, partial: bool = False) -> int:
     table = load_table()
     largest = 0.0
     for name in names:
-        entry = search_problem(build_problem(name, with_optimum=False))
+        entry = search_problem(build_problem(name, with_optimum=False), workers=workers, partial=partial)
         print(f"{name}: VaR* = {entry['var']['value']:.12f} at {entry['var']['argmax']}, "
               f"worst case* = {entry['worst_case']['value']:.12f} ({entry['seconds']} s)",
               flush=True)
@@ -72,7 +74,8 @@ def _certify(names: list[str], write: bool) -> int:
         table[name] = entry
     print(f"largest difference from the committed table: {largest:.3e}")
     if write:
-        write_table(table)
+        # re-read first: a search can take hours, and others may have written entries meanwhile
+        write_table(load_table() | {name: table[name] for name in names})
         return 0
     return 0 if largest <= 1e-7 else 1
 
@@ -85,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
                       help="recompute optima (default: all) and compare with the table")
     mode.add_argument("--write-optima", nargs="*", metavar="NAME",
                       help="recompute optima (default: all) and rewrite problems/optima.json")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="processes for the searches of the simulated problems (default 1)")
+    parser.add_argument("--partial", action="store_true",
+                        help="robot-push-3-2: stop its quasi-random phase where its checkpoint is, "
+                        "refine and write the entry labelled complete: false")
     args = parser.parse_args(argv)
     names = args.check_optima if args.check_optima is not None else args.write_optima
     if names is not None:
@@ -93,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m problems: error: unknown problem(s) {', '.join(unknown)}; "
                   f"valid: {', '.join(PROBLEMS)}", file=sys.stderr)
             return 2
-        return _certify(names or list(PROBLEMS), write=args.write_optima is not None)
+        return _certify(names or list(PROBLEMS), write=args.write_optima is not None,
+                        workers=args.workers, partial=args.partial)
     rows = _rows()
     if args.json:
         print(json.dumps(rows, indent=2))

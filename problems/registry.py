@@ -16,6 +16,7 @@ from torch import Tensor
 from problems.base import Optimum, Problem
 from problems.distributions import DiscreteZ, gaussian_grid
 from problems.optima import load_table, search_problem
+from problems.portfolio import portfolio_problem
 from problems.synthetic import branin, goldstein_price, hartmann3
 
 NOISE_STD = 0.1  # noise variance 0.01 on every problem (reference.md section 2)
@@ -70,6 +71,8 @@ def _synthetic_discrete(prefix: str) -> Problem:
 PROBLEMS: dict[str, Callable[[], Problem]] = {
     f"{prefix}-discrete": functools.partial(_synthetic_discrete, prefix) for prefix in _SYNTHETIC
 }
+# The simulated problems (reference.md section 4) live in their own modules.
+PROBLEMS["portfolio-3-2"] = portfolio_problem
 
 
 def _optimum_from_entry(entry: dict) -> Optimum:
