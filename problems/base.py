@@ -9,13 +9,18 @@ import torch
 from torch import Tensor
 
 from problems.distributions import DiscreteZ, TruncatedNormalZ
+from problems.risk import piecewise_linear_var, triangulated_var
 from problems.seeding import generator
 
 ZDistribution = DiscreteZ | TruncatedNormalZ
 
-#: Equal-mass grid size per axis for the true VaR under a continuous Z (see
-#: :meth:`TruncatedNormalZ.equal_mass_grid`).
-CONTINUOUS_GRID_PER_AXIS = {1: 4001, 2: 301}
+#: Quadrature nodes per axis of the true VaR under a continuous Z, by d_z (see
+#: :meth:`TruncatedNormalZ.quadrature_grid`, and :meth:`Problem.var` for the accuracy).
+QUADRATURE = {1: 4097, 2: 257}
+#: Node values held at once (``x`` chunks are sized to it), to bound memory.
+QUADRATURE_CHUNK = 2**22
+#: Worst case under a continuous Z: zoom rounds, points per axis, shrink factor per round.
+WORST_CASE_ZOOM = (12, 9, 4)
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,8 @@ class Problem:
         objective: ``batch x (d_x + d_z)`` -> ``batch``, float64, vectorized, noise-free.
         optimum: the certified targets at ``alpha`` (``None`` until computed).
         description: one line on where the problem comes from.
+        quadrature_nodes: nodes per axis of the true VaR under a continuous Z (default
+            :data:`QUADRATURE` by d_z; more for an objective with sharp curvature in z).
     """
 
     name: str
@@ -65,6 +72,7 @@ class Problem:
     objective: Callable[[Tensor], Tensor]
     optimum: Optimum | None = None
     description: str = ""
+    quadrature_nodes: int | None = None
 
     def f(self, x: Tensor, z: Tensor) -> Tensor:
         """Noise-free f(x, z) for broadcastable ``... x d_x`` and ``... x d_z``; returns ``...``."""
@@ -74,26 +82,78 @@ class Problem:
 
     def support_values(self, x: Tensor) -> Tensor:
         """f(x, z) on the discrete support: ``batch x d_x`` -> ``batch x |Dz|``."""
-        points = self._support().points
-        return self.f(x.unsqueeze(-2), points)
-
-    def _support(self) -> DiscreteZ:
-        if isinstance(self.z, DiscreteZ):
-            return self.z
-        return self.z.equal_mass_grid(CONTINUOUS_GRID_PER_AXIS[self.d_z])
+        if not isinstance(self.z, DiscreteZ):
+            raise TypeError(f"{self.name} has a continuous Z: it has no finite support")
+        return self.f(x.unsqueeze(-2), self.z.points)
 
     def var(self, x: Tensor, alpha: float | None = None) -> Tensor:
         """True VaR_alpha(f(x, Z)) for ``batch x d_x`` -> ``batch`` (alpha defaults to the problem's).
 
-        Exact for a discrete Z. For a continuous Z: VaR of an equal-mass product grid
-        (:data:`CONTINUOUS_GRID_PER_AXIS`), accurate to the grid's resolution.
+        Exact for a discrete Z. For a continuous Z, by quadrature in the probability scale
+        u = CDF(z): f is evaluated on the nodes of :meth:`TruncatedNormalZ.quadrature_grid`
+        (:data:`QUADRATURE`), interpolated linearly along the last coordinate of u, and the exact
+        quantile of that interpolant is taken (:func:`problems.risk.piecewise_linear_var`).
+        Measured absolute error (``tests/problems/test_continuous.py``, against quadratures with
+        4x (d_z = 1) or 2x (d_z = 2) the nodes, and a Monte Carlo of 2 x 10^6 draws): below 1e-6
+        on every continuous problem (largest: 1.5e-7 Branin, 5e-8 Hartmann-(2,1), 6e-8
+        Goldstein-Price with 16385 nodes, 3e-7 Hartmann-(1,2)).
         """
-        support = self._support()
-        return support.var(self.support_values(x), self.alpha if alpha is None else alpha)
+        alpha = self.alpha if alpha is None else alpha
+        if isinstance(self.z, DiscreteZ):
+            return self.z.var(self.support_values(x), alpha)
+        nodes = self.z.quadrature_grid(self.quadrature_nodes or QUADRATURE[self.d_z])
+        chunk = max(1, QUADRATURE_CHUNK // nodes[..., 0].numel())
+        out = []
+        for part in x.split(chunk):
+            if self.d_z == 1:
+                values = self.f(part[:, None, :], nodes)  # chunk x n
+                out.append(piecewise_linear_var(values.unsqueeze(-2), values.new_ones(1), alpha))
+            else:
+                values = self.f(part[:, None, None, :], nodes)  # chunk x n x n
+                # the triangulation's error is c h^2 + o(h^2) (measured: 1.4e-5, 3.6e-6, 9e-7 at
+                # 129, 257, 513 nodes), so one Richardson step on the grid and its every other
+                # node removes the leading term at no extra evaluation of f
+                fine = triangulated_var(values, alpha)
+                coarse = triangulated_var(values[:, ::2, ::2], alpha)
+                out.append(fine + (fine - coarse) / 3.0)
+        return torch.cat(out) if out else x.new_empty(0)
 
     def worst_case(self, x: Tensor) -> Tensor:
-        """min over the support of f(x, z), ``batch x d_x`` -> ``batch``."""
-        return self.support_values(x).min(dim=-1).values
+        """min over the support of f(x, z), ``batch x d_x`` -> ``batch``.
+
+        For a continuous Z, the minimum over the support box: the best quadrature node, then a
+        grid zoom around it (:data:`WORST_CASE_ZOOM`), batched over x; the zoom reaches steps of
+        about 1e-9 in z, far below what moves the value by 1e-9.
+        """
+        if isinstance(self.z, DiscreteZ):
+            return self.support_values(x).min(dim=-1).values
+        n_nodes = self.quadrature_nodes or QUADRATURE[self.d_z]
+        nodes = self.z.quadrature_grid(n_nodes).reshape(-1, self.d_z)
+        rounds, points, shrink = WORST_CASE_ZOOM
+        lower, upper = self.z.lower, self.z.upper
+        axis = self.z.icdf(torch.linspace(0.0, 1.0, n_nodes, dtype=torch.float64))
+        spacing = float(axis.diff().max())
+        chunk = max(1, QUADRATURE_CHUNK // nodes.shape[0])
+        out = []
+        for part in x.split(chunk):
+            values = self.f(part[:, None, :], nodes)  # chunk x N
+            best, index = values.min(dim=-1)
+            center = nodes[index]  # chunk x d_z
+            h = spacing  # the zoom starts one node spacing around the best node
+            step = torch.linspace(-1.0, 1.0, points, dtype=torch.float64)
+            offsets = torch.stack(torch.meshgrid(*([step] * self.d_z), indexing="ij"), -1)
+            offsets = offsets.reshape(-1, self.d_z)
+            for _ in range(rounds):
+                local = (center[:, None, :] + h * offsets).clamp(lower, upper)
+                local_values = self.f(part[:, None, :], local)
+                local_best, i = local_values.min(dim=-1)
+                better = local_best < best
+                best = torch.where(better, local_best, best)
+                chosen = local[torch.arange(local.shape[0]), i]
+                center = torch.where(better[:, None], chosen, center)
+                h /= shrink
+            out.append(best)
+        return torch.cat(out) if out else x.new_empty(0)
 
     def initial_design(self, seed: int) -> tuple[Tensor, Tensor]:
         """The initial design of run ``seed``: ``n_init x d_x`` and ``n_init x d_z``.

@@ -5,9 +5,9 @@ Two kinds, both frozen values:
 * :class:`DiscreteZ`: a finite support ``points`` (``n x d_z``) with probability ``masses`` (``n``).
   VaR of f(x, Z) is exact: evaluate f on the support and take the weighted lower quantile.
 * :class:`TruncatedNormalZ`: independent coordinates, each N(mean, std^2) truncated to
-  [lower, upper]. VaR of f(x, Z) has no closed form; :meth:`TruncatedNormalZ.equal_mass_grid`
-  discretizes it into a product grid of equal-mass cells (used for the true VaR until the
-  continuous-Z problems bring their own quadrature).
+  [lower, upper]. VaR of f(x, Z) has no closed form: the true VaR (for regret) comes from the
+  quadrature of :meth:`TruncatedNormalZ.quadrature_grid` (see :meth:`problems.base.Problem.var`);
+  :meth:`TruncatedNormalZ.equal_mass_grid` is a cheaper, coarser discretization (recommendations).
 """
 
 from __future__ import annotations
@@ -129,6 +129,23 @@ class TruncatedNormalZ:
         per_coord = std_normal / (self.std * (b - a))
         inside = (z >= self.lower) & (z <= self.upper)
         return torch.where(inside, per_coord, torch.zeros_like(per_coord)).prod(dim=-1)
+
+    def quadrature_grid(self, n_nodes: int) -> Tensor:
+        """Nodes of the VaR quadrature (see :func:`problems.risk.piecewise_linear_var`).
+
+        In the probability scale u = CDF(z) (uniform on [0, 1]^d_z) every coordinate gets
+        ``n_nodes`` equally spaced nodes, ends included (f is interpolated linearly between them:
+        on segments for d_z = 1, on two triangles per grid cell for d_z = 2).
+
+        Returns:
+            ``n_nodes x d_z`` (d_z = 1) or ``n_nodes x n_nodes x d_z`` (d_z = 2) nodes in z.
+        """
+        axis = self.icdf(torch.linspace(0.0, 1.0, n_nodes, dtype=torch.float64))
+        if self.d_z == 1:
+            return axis.unsqueeze(-1)
+        if self.d_z != 2:
+            raise NotImplementedError("quadrature for d_z > 2 is not implemented")
+        return torch.stack(torch.meshgrid(axis, axis, indexing="ij"), dim=-1)
 
     def equal_mass_grid(self, n_per_axis: int) -> DiscreteZ:
         """A product grid whose cells carry equal mass: the midpoint quantiles of each axis.

@@ -11,9 +11,16 @@ from problems import PROBLEMS, build_problem, get_problem
 from problems.optima import OPTIMA_FILE, SPECIAL_SEARCHES, load_table, search_problem
 
 NAMES = list(PROBLEMS)
+#: A continuous Z makes every VaR a quadrature (ms to 0.3 s): those searches take minutes and 10^5
+#: random points hours; tests/problems/test_continuous.py checks them with fewer points.
+DISCRETE = [n for n in NAMES if build_problem(n, with_optimum=False).z.is_discrete]
 #: Problems certified by the grid-and-zoom search; the others (hours of simulation, or minutes of GP
 #: means) are tested in their own files with smaller samples.
-GRID_SEARCHED = [name for name in NAMES if name not in SPECIAL_SEARCHES]
+GRID_SEARCHED = [name for name in DISCRETE if name not in SPECIAL_SEARCHES]
+#: How closely a stored value is reproduced on another machine. The portfolio surrogate's mean
+#: comes from a 3000 x 3000 Cholesky solve whose rounding depends on the BLAS kernels the CPU
+#: selects: two machines differed by 7.6e-12 on a value of 17.4 (1 thread on both).
+REPRODUCIBLE_TO = {"portfolio-3-2": 1e-9}
 
 
 def test_table_covers_every_problem_and_names_its_command() -> None:
@@ -33,10 +40,11 @@ def test_search_reproduces_the_table(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_stored_values_are_attained_at_stored_maximizers(name: str) -> None:
     p = build_problem(name)
+    tol = REPRODUCIBLE_TO.get(name, 1e-12)
     assert float(p.var(torch.tensor([p.optimum.argmax_var]))[0]) == pytest.approx(
-        p.optimum.var, abs=1e-12)
+        p.optimum.var, abs=tol)
     assert float(p.worst_case(torch.tensor([p.optimum.argmax_worst_case]))[0]) == pytest.approx(
-        p.optimum.worst_case, abs=1e-12)
+        p.optimum.worst_case, abs=tol)
 
 
 @pytest.mark.parametrize("name", GRID_SEARCHED)

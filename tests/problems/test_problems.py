@@ -106,5 +106,8 @@ def test_initial_design_depends_on_problem_and_seed_only(name: str) -> None:
     assert torch.equal(x1, x2) and torch.equal(z1, z2)
     assert x1.shape == (p.n_init, p.d_x) and z1.shape == (p.n_init, p.d_z)
     assert not torch.equal(p.initial_design(4)[0], x1)
-    support = p.z.points
-    assert all(bool((support == zi).all(-1).any()) for zi in z1)
+    if p.z.is_discrete:
+        support = p.z.points
+        assert all(bool((support == zi).all(-1).any()) for zi in z1)
+    else:  # uniform over the support box
+        assert bool(((z1 >= p.z.lower) & (z1 <= p.z.upper)).all())
