@@ -147,10 +147,11 @@ def test_problem_definition_and_objective() -> None:
 def test_stored_optimum_is_attained_and_not_beaten_by_random_x() -> None:
     p = build_problem("portfolio-3-2")
     best = p.support_values(torch.tensor([p.optimum.argmax_var]))[0]
-    # VaR at 0.2 over 100 equal masses: the 20th smallest value
-    assert float(best.sort().values[19]) == pytest.approx(p.optimum.var, abs=1e-12)
+    # VaR at 0.2 over 100 equal masses: the 20th smallest value; to 1e-9, not 1e-12: the
+    # surrogate's 3000 x 3000 Cholesky rounds differently on different CPUs (7.6e-12 seen)
+    assert float(best.sort().values[19]) == pytest.approx(p.optimum.var, abs=1e-9)
     worst = p.support_values(torch.tensor([p.optimum.argmax_worst_case]))[0]
-    assert float(worst.min()) == pytest.approx(p.optimum.worst_case, abs=1e-12)
+    assert float(worst.min()) == pytest.approx(p.optimum.worst_case, abs=1e-9)
     # 1,000 random x (100,000 surrogate means, a few seconds), biased towards the faces where the
     # maximizers lie: half of them with one coordinate pinned to 0 or 1
     g = torch.Generator().manual_seed(9)
