@@ -1,6 +1,6 @@
-"""Algorithms for VaR optimization: V-UCB, StableOpt, random search, on one shared GP model."""
+"""Algorithms for VaR optimization: V-UCB, StableOpt, rho-KG^apx, random search, on one shared GP model."""
 
-from algorithms.base import Algorithm, Proposal, Recommendation
+from algorithms.base import Algorithm, Proposal, Recommendation, supports
 from algorithms.registry import ALGORITHMS
 
-__all__ = ["ALGORITHMS", "Algorithm", "Proposal", "Recommendation"]
+__all__ = ["ALGORITHMS", "Algorithm", "Proposal", "Recommendation", "supports"]

@@ -63,6 +63,8 @@ class Algorithm(ABC):
     """
 
     name: ClassVar[str]
+    #: The kinds of Z the algorithm handles ("discrete", "continuous"); see :func:`supports`.
+    z_kinds: ClassVar[frozenset[str]] = frozenset({"discrete", "continuous"})
 
     def __init__(self, problem: Problem, seed_root: int, **options: object) -> None:
         if options:
@@ -104,3 +106,14 @@ class Algorithm(ABC):
         first = torch.full((int(inverse.max()) + 1,), xs.shape[0], dtype=torch.long)
         first = first.scatter_reduce(0, inverse, torch.arange(xs.shape[0]), reduce="amin")
         return xs[first.sort().values]
+
+
+def supports(factory: object, problem: Problem) -> bool:
+    """Whether an algorithm factory (a registry value) handles ``problem``'s kind of Z.
+
+    A factory that declares no ``z_kinds`` is assumed to handle both; building it on a problem it
+    cannot handle still raises a one-line ``ValueError``.
+    """
+    kinds = getattr(factory, "z_kinds", frozenset({"discrete", "continuous"}))
+    return ("discrete" if problem.z.is_discrete else "continuous") in kinds
+

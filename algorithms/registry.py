@@ -13,10 +13,12 @@ from algorithms.random_search import RandomSearch
 from algorithms.rhokg import RhoKGApx
 from algorithms.stableopt import StableOpt
 from algorithms.vucb import VUCBProb, VUCBUnif
+from algorithms.vucb_saa import VUCBProbSAA
 
 ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "vucb-unif": VUCBUnif,
     "vucb-prob": VUCBProb,
+    "vucb-prob-saa": VUCBProbSAA,
     "stableopt": StableOpt,
     "random": RandomSearch,
     "rhokg-apx": RhoKGApx,

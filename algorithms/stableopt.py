@@ -25,6 +25,7 @@ class StableOpt(Algorithm):
     n_restarts, maxiter), with the same defaults, so that the two searches coincide."""
 
     name = "stableopt"
+    z_kinds = frozenset({"discrete"})
 
     def __init__(self, problem: Problem, seed_root: int, beta: str | float = "paper",
                  n_raw: int | None = None, n_restarts: int = 5, maxiter: int = 200) -> None:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from algorithms import ALGORITHMS
+from algorithms import ALGORITHMS, supports
 from harness.cell import CellSpec
 from problems import PROBLEMS, DiscreteZ, build_problem
 
@@ -118,13 +118,15 @@ def _block(problems: Iterable[str], algorithms: Iterable[str], seeds: Iterable[i
 
 
 def smoke_grid() -> Grid:
-    """Every registered problem x every registered algorithm x 2 seeds x 3 iterations (with
-    :data:`SMOKE_OPTIONS` for the costly algorithms)."""
-    cells = [cell for algorithm in ALGORITHMS
-             for cell in _block(PROBLEMS, [algorithm], range(SMOKE_SEEDS), SMOKE_ITERATIONS,
-                                options=SMOKE_OPTIONS.get(algorithm))]
-    return Grid("smoke", tuple(cells), f"every registered problem x algorithm, {SMOKE_SEEDS} seeds, "
-                f"{SMOKE_ITERATIONS} iterations")
+    """Every registered problem x every registered algorithm that handles its kind of Z
+    (:func:`algorithms.supports`) x 2 seeds x 3 iterations (with :data:`SMOKE_OPTIONS` for the
+    costly algorithms)."""
+    problems = {name: build_problem(name, with_optimum=False) for name in PROBLEMS}
+    cells = [cell for algorithm, factory in ALGORITHMS.items()
+             for cell in _block([n for n, p in problems.items() if supports(factory, p)], [algorithm],
+                                range(SMOKE_SEEDS), SMOKE_ITERATIONS, options=SMOKE_OPTIONS.get(algorithm))]
+    return Grid("smoke", tuple(cells), f"every registered problem x algorithm that handles its Z, "
+                f"{SMOKE_SEEDS} seeds, {SMOKE_ITERATIONS} iterations")
 
 
 def paper_grid() -> Grid:
