@@ -10,13 +10,20 @@ and an exact GP fit costs O(|D|^3) per likelihood evaluation, whatever |Dz|. A p
 t = c s^k is a straight line of slope k in log t against log s, so each (method, varied size) is
 summarized by the least-squares slope of log10 t on log10 s with a t-based confidence interval
 (:func:`fit_slope`). :data:`PAPER_EXPONENTS` holds the exponent each formula predicts once its
-leading term dominates; below that regime the measured slope is expected to be smaller (fixed
-costs and lower-order terms flatten the curve), never larger.
+leading term dominates; :func:`formula_slope` the slope the whole formula has over the sizes
+actually measured (its regime there: rho-KG^apx's exponent in |Dz| is 1 while |D|^2 dominates
+|Dz|^2 and 3 beyond). Fixed costs and lower-order terms flatten a measured curve, so below the
+leading term's regime the measured slope is expected to be smaller.
+
+The timings come from the timing cells of ``python -m harness.run --grid complexity``
+(:mod:`harness.complexity`, read by :func:`harness.store.read_timings`); :func:`timing_points`
+turns them into the (method, varied, size, fixed, seconds) frame that :func:`slope_table` fits.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +41,45 @@ PAPER_EXPONENTS: dict[tuple[str, str], tuple[float, str]] = {
     ("gp-fit", "D"): (3.0, "a Cholesky factor of the |D| x |D| kernel matrix"),
     ("gp-fit", "Dz"): (0.0, "the fit does not see Dz"),
 }
+
+
+#: rho-KG^apx's fantasies K and samples M at BoRisk's settings (they enter its formula).
+RHOKG_K = 10
+RHOKG_M = 10
+
+#: (method) -> the paper's cost formula as a function of (|D|, |Dz|), constants dropped.
+PAPER_FORMULAS: dict[str, Callable[[float, float], float]] = {
+    "vucb-prob": lambda d, z: z * (d**2 + math.log(z)),
+    "stableopt": lambda d, z: z * (d**2 + math.log(z)),
+    "rhokg-apx": lambda d, z: d * RHOKG_K * z * (d**2 + z * d + z**2 + RHOKG_M * z),
+    "gp-fit": lambda d, z: d**3,
+}
+
+#: Method labels of the continuous-Z V-UCB variants (their Z is |Dz| samples, see
+#: :mod:`harness.complexity`); the paper gives them no formula.
+LNSO_LABEL = "vucb-prob (continuous Z, LNSO)"
+SAA_LABEL = "vucb-prob-saa (continuous Z)"
+
+
+def method_label(algorithm: str, z_kind: str) -> str:
+    """The method name used in the study's tables and figures."""
+    if z_kind == "continuous" and algorithm in ("vucb-prob", "vucb-unif"):
+        return LNSO_LABEL if algorithm == "vucb-prob" else f"{algorithm} (continuous Z, LNSO)"
+    if z_kind == "continuous":
+        return SAA_LABEL if algorithm == "vucb-prob-saa" else f"{algorithm} (continuous Z)"
+    return algorithm
+
+
+def formula_slope(method: str, varied: str, fixed: float, sizes: np.ndarray) -> float:
+    """The least-squares log-log slope of the paper's formula for ``method`` over ``sizes`` of the
+    varied size (``"D"`` or ``"Dz"``) with the other held at ``fixed``: the exponent the formula
+    predicts in the regime measured (NaN without a formula)."""
+    formula = PAPER_FORMULAS.get(method)
+    s = np.unique(np.asarray(sizes, dtype=float))
+    if formula is None or len(s) < 2:
+        return math.nan
+    values = np.array([formula(v, fixed) if varied == "D" else formula(fixed, v) for v in s])
+    return float(np.polyfit(np.log10(s), np.log10(values), 1)[0])
 
 
 @dataclass(frozen=True)
@@ -95,10 +141,51 @@ def slope_table(frame: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """
     rows = []
     for (method, varied, fixed), group in frame.groupby(["method", "varied", "fixed"], sort=True):
+        if group["size"].nunique() < 2 or len(group) < 3:  # nothing to fit (the study stopped)
+            continue
         fitted = fit_slope(group["size"].to_numpy(), group["seconds"].to_numpy(), level)
         paper, term = PAPER_EXPONENTS.get((method, varied), (math.nan, ""))
-        rows.append({"method": method, "varied": varied, "fixed": fixed, "slope": fitted.slope,
-                     "low": fitted.low, "high": fitted.high, "points": fitted.points,
-                     "sizes": fitted.sizes, "paper_exponent": paper, "paper_term": term,
+        rows.append({"method": method, "varied": varied, "fixed": fixed,
+                     "size_min": group["size"].min(), "size_max": group["size"].max(),
+                     "slope": fitted.slope, "low": fitted.low, "high": fitted.high,
+                     "points": fitted.points, "sizes": fitted.sizes,
+                     "formula_slope": formula_slope(method, varied, fixed, group["size"].to_numpy()),
+                     "paper_exponent": paper, "paper_term": term,
                      "within_paper": bool(fitted.low <= paper) if not math.isnan(paper) else None})
-    return pd.DataFrame(rows)
+    columns = ["method", "varied", "fixed", "size_min", "size_max", "slope", "low", "high", "points",
+               "sizes", "formula_slope", "paper_exponent", "paper_term", "within_paper"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def timing_points(timings: pd.DataFrame, clock: str = "cpu_seconds") -> pd.DataFrame:
+    """The timing cells' rows as points of :func:`slope_table`: every timed call twice, once as a
+    point of its method's curve against |D| (``fixed`` = |Dz|) and once against |Dz| (``fixed`` =
+    |D|). Acquisition calls are labelled by :func:`method_label`; every fit is ``"gp-fit"`` (the
+    fit does not depend on the method).
+
+    Args:
+        timings: :func:`harness.store.read_timings` output.
+        clock: ``"cpu_seconds"`` (default: process CPU time, robust to other processes on the
+            machine) or ``"seconds"`` (wall clock).
+    """
+    if timings.empty:
+        return pd.DataFrame(columns=["method", "varied", "size", "fixed", "seconds", "n_obs", "n_z"])
+    labels = [method_label(a, k) if w == "acquisition" else "gp-fit"
+              for a, k, w in zip(timings["algorithm"], timings["z_kind"], timings["what"], strict=True)]
+    base = pd.DataFrame({"method": labels, "n_obs": timings["n_obs"].to_numpy(),
+                         "n_z": timings["n_z"].to_numpy(), "seconds": timings[clock].to_numpy()})
+    by_d = base.assign(varied="D", size=base["n_obs"], fixed=base["n_z"])
+    by_z = base.assign(varied="Dz", size=base["n_z"], fixed=base["n_obs"])
+    points = pd.concat([by_d, by_z], ignore_index=True)
+    return points.loc[points["seconds"] > 0,
+                      ["method", "varied", "size", "fixed", "seconds", "n_obs", "n_z"]].reset_index(drop=True)
+
+
+def median_table(timings: pd.DataFrame, clock: str = "cpu_seconds") -> pd.DataFrame:
+    """Median and interquartile range of each (method, |D|, |Dz|) over its repeats."""
+    points = timing_points(timings, clock)
+    points = points.loc[points["varied"] == "D"]
+    grouped = points.groupby(["method", "n_obs", "n_z"])["seconds"]
+    table = pd.DataFrame({"median_s": grouped.median(), "q25_s": grouped.quantile(0.25),
+                          "q75_s": grouped.quantile(0.75), "repeats": grouped.size()})
+    return table.reset_index()

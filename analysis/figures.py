@@ -207,3 +207,47 @@ def timing_figure(timing: pd.DataFrame, palette: dict[str, str], out: Path
     title = "Timing: median and interquartile range (log scale)"
     fig.suptitle(title, fontsize=11)
     return "fig_timing", title, _save(fig, out, "fig_timing")
+
+
+def complexity_figure(points: pd.DataFrame, slopes: pd.DataFrame, out: Path
+                      ) -> tuple[str, str, dict[str, Path]]:
+    """The complexity study on log-log axes: per method (columns), time against |D| with one line
+    per |Dz| (top row) and against |Dz| with one line per |D| (bottom row); median over repeats with
+    the interquartile range; each line's fitted slope and its interval in the legend.
+
+    Args:
+        points: :func:`analysis.complexity.timing_points` output.
+        slopes: :func:`analysis.complexity.slope_table` of those points.
+    """
+    methods = sorted(points["method"].unique(), key=lambda m: (m == "gp-fit", m))
+    fig, axes = plt.subplots(2, len(methods), figsize=(4.2 * len(methods), 7.6), squeeze=False)
+    for col, method in enumerate(methods):
+        for row, (varied, name, other) in enumerate((("D", "|D|", "|Dz|"), ("Dz", "|Dz|", "|D|"))):
+            ax = axes[row, col]
+            mine = points.loc[(points["method"] == method) & (points["varied"] == varied)]
+            fixed_values = sorted(mine["fixed"].unique())
+            shades = sns.color_palette("viridis", max(len(fixed_values), 2))
+            for k, fixed in enumerate(fixed_values):
+                line = mine.loc[mine["fixed"] == fixed].groupby("size")["seconds"]
+                med, q25, q75 = line.median(), line.quantile(0.25), line.quantile(0.75)
+                fit = slopes.loc[(slopes["method"] == method) & (slopes["varied"] == varied)
+                                 & (slopes["fixed"] == fixed)]
+                label = f"{other}={fixed:g}"
+                if not fit.empty:
+                    f = fit.iloc[0]
+                    label += f": {f['slope']:.2f} [{f['low']:.2f}, {f['high']:.2f}]"
+                ax.errorbar(med.index, med.to_numpy(),
+                            yerr=np.vstack([med - q25, q75 - med]).clip(0), fmt="o-", markersize=3,
+                            capsize=2, color=shades[k], label=label)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel(name)
+            if col == 0:
+                ax.set_ylabel("CPU seconds")
+            ax.set_title(f"{method}: against {name}", fontsize=9)
+            ax.grid(True, alpha=0.3, which="both")
+            if fixed_values:
+                ax.legend(fontsize=6, title="slope [95% CI]", title_fontsize=6)
+    title = "Complexity: one proposal (and one GP fit) against |D| and |Dz| (log-log, median and IQR)"
+    fig.suptitle(title, fontsize=11)
+    return "fig_complexity", title, _save(fig, out, "fig_complexity")

@@ -8,7 +8,9 @@ Reads the stored rows of a results folder (complete or not) and writes to DIR (d
   setting is outside the paper's figures), ``fig_timing``: PNG and PDF;
 * ``bands.csv`` / ``bands.parquet`` (mean log10 regret and its 70 % band per series and iteration),
   ``final_regret.csv`` (one row per cell), ``timing.csv``, ``timing_ratio.csv``, ``claims.csv``,
-  ``claims_overall.csv``.
+  ``claims_overall.csv``;
+* for timing cells (``--grid complexity``): ``fig_complexity``, ``complexity_slopes.csv`` and
+  ``complexity_times.csv``, and a "Computational complexity" section.
 
 Exit codes: 0 on success, 1 when a stored regret is below -1e-9 (the cell's optimum is wrong; the
 message names the cells), 2 for bad input.
@@ -37,6 +39,7 @@ from analysis.claims import (
     claims_table,
     overall,
 )
+from analysis.complexity import median_table, slope_table, timing_points
 from analysis.data import (
     DEFAULT_FLOOR,
     NEGATIVE_TOLERANCE,
@@ -48,10 +51,10 @@ from analysis.data import (
     normalise,
     with_log_regret,
 )
-from analysis.figures import assign_figures, colours, regret_figures, timing_figure
+from analysis.figures import assign_figures, colours, complexity_figure, regret_figures, timing_figure
 from analysis.provenance import analysis_environment, cell_status
 from analysis.timing import ratio_table, timing_table
-from harness.store import location
+from harness.store import location, read_timings
 
 EXIT_NEGATIVE_REGRET = 1
 EXIT_USAGE = 2
@@ -144,13 +147,31 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR) -> dict
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     frame, metas = load_results(results)
-    if frame.empty:
+    timings = read_timings(results)
+    if frame.empty and timings.empty:
         raise ValueError(f"{results} holds no finished cells (no *.parquet outside '_'/'.' folders)")
-    frame = normalise(frame)
-    check_regret(frame)
-    frame = with_log_regret(frame, floor)
+    doc = Document(f"varbo-bench report: {results}")
+    paths: dict[str, Path] = {}
+    n_cells = 0
     t_read = time.perf_counter() - started
+    if not frame.empty:
+        frame = normalise(frame)
+        check_regret(frame)
+        frame = with_log_regret(frame, floor)
+        t_read = time.perf_counter() - started
+        n_cells = _bo_part(doc, results, out, frame, metas, floor, paths)
+    if not timings.empty:
+        n_cells += complexity_section(doc, timings, out, paths)
+    paths["report.md"], paths["report.html"] = doc.write(out)
+    elapsed = time.perf_counter() - started
+    print(f"analysis.report: {n_cells} cells, {len(frame) + len(timings)} rows read in "
+          f"{t_read:.1f} s; report written to {out} in {elapsed:.1f} s", file=sys.stderr)
+    return paths
 
+
+def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas: dict, floor: float,
+             paths: dict[str, Path]) -> int:
+    """Figures, tables and the report's sections for the BO cells; returns the number of cells."""
     bands = band_table(frame)
     panels = assign_figures(bands)
     bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
@@ -161,7 +182,6 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR) -> dict
     ratios = ratio_table(timing)
     status = cell_status(results, metas)
 
-    paths: dict[str, Path] = {}
     bands_out = bands[["figure", *[c for c in bands.columns if c != "figure"]]]
     for name, table in (("bands", bands_out), ("timing", timing), ("timing_ratio", ratios),
                         ("claims", claims), ("claims_overall", verdicts)):
@@ -178,18 +198,44 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR) -> dict
     figures.append(timing_figure(timing, palette, out))
     for name, _, fig_paths in figures:
         paths[f"{name}.png"], paths[f"{name}.pdf"] = fig_paths["png"], fig_paths["pdf"]
-
-    doc = _document(results, frame, bands, panels, claims, verdicts, timing, ratios, status, figures, floor)
-    paths["report.md"], paths["report.html"] = doc.write(out)
-    elapsed = time.perf_counter() - started
-    print(f"analysis.report: {status['n_done']} cells, {len(frame)} rows read in "
-          f"{t_read:.1f} s; report written to {out} in {elapsed:.1f} s", file=sys.stderr)
-    return paths
+    _document(doc, results, frame, bands, panels, claims, verdicts, timing, ratios, status, figures, floor)
+    return int(status["n_done"])
 
 
-def _document(results, frame, bands, panels, claims, verdicts, timing, ratios, status, figures,
-              floor) -> Document:
-    doc = Document(f"varbo-bench report: {results}")
+def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: dict[str, Path]) -> int:
+    """The complexity study of the timing cells (``--grid complexity``): the log-log figure, the
+    fitted slopes next to the paper's exponents, the median times; ``complexity_slopes.csv`` and
+    ``complexity_times.csv``. Returns the number of timing cells."""
+    points = timing_points(timings)
+    slopes = slope_table(points)
+    medians = median_table(timings)
+    for name, table in (("complexity_slopes", slopes), ("complexity_times", medians)):
+        paths[f"{name}.csv"] = out / f"{name}.csv"
+        table.to_csv(paths[f"{name}.csv"], index=False)
+    name, title, fig_paths = complexity_figure(points, slopes, out)
+    paths[f"{name}.png"], paths[f"{name}.pdf"] = fig_paths["png"], fig_paths["pdf"]
+    n_cells = int(timings["spec_hash"].nunique())
+    doc.heading("Computational complexity")
+    doc.para(
+        f"{n_cells} timing cells (python -m harness.run --grid complexity): process CPU seconds of one "
+        "proposal and of one maximum-likelihood GP fit on a GP conditioned on |D| noisy observations, "
+        "each timed after one untimed warm-up, on one torch thread. For a discrete Z, |Dz| is the size "
+        "of the support; for a continuous Z, the number of Z samples per estimate. 'slope' is the "
+        "least-squares slope of log10 time on log10 size with its 95% t interval (every repeat is a "
+        "point); 'formula_slope' is the slope of the paper's cost formula (Section 3.2) over the same "
+        "sizes, i.e. the exponent it predicts in the regime measured; 'paper_exponent' the exponent of "
+        "its leading term. rho-KG^apx is timed at a reduced search effort (a constant factor); cells "
+        "whose estimated proposal time exceeds the grid's cap are not run, so some curves stop early.")
+    doc.figure(title, fig_paths["png"], fig_paths["pdf"])
+    doc.heading("Fitted slopes", 3)
+    doc.table(slopes.drop(columns=["paper_term"]))
+    doc.heading("Median times", 3)
+    doc.table(medians)
+    return n_cells
+
+
+def _document(doc, results, frame, bands, panels, claims, verdicts, timing, ratios, status, figures,
+              floor) -> None:
     env = analysis_environment()
     n_cells = frame.groupby(["problem", "algorithm", "options", "alpha", "iterations", "seed"]).ngroups
     doc.para(f"{n_cells} cells ({len(frame)} rows) from {results}. Grid: {status['grid'] or 'no _grid.json'}"
@@ -254,7 +300,6 @@ def _document(results, frame, bands, panels, claims, verdicts, timing, ratios, s
     doc.heading("Missing cells", 3)
     doc.table(status["missing"], empty="None missing from the recorded grid." if status["grid"]
               else "No grid recorded (_grid.json), so missing cells cannot be listed; see the claims' notes.")
-    return doc
 
 
 def _seeds_by_problem(frame: pd.DataFrame) -> dict[str, str]:

@@ -45,6 +45,8 @@ from problems import DiscreteZ, get_problem
 from problems.seeding import derive_seed, generator
 
 FIT_EVERY = 3
+#: What a cell can be: a BO run, or a timing cell of the complexity study.
+CELL_KINDS = ("bo", "timing")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ class CellSpec:
         iterations: BO iterations after the initial design (default: the problem's).
         alpha: risk level (default: the problem's).
         options: algorithm options, as sorted (name, value) pairs so the spec stays hashable.
+        kind: ``"bo"`` (a BO run, :func:`run_cell`) or ``"timing"`` (a timing cell of the
+            complexity study, :func:`harness.complexity.run_timing_cell`; its options also hold
+            the controlled state).
     """
 
     problem: str
@@ -65,16 +70,27 @@ class CellSpec:
     iterations: int | None = None
     alpha: float | None = None
     options: tuple[tuple[str, object], ...] = field(default_factory=tuple)
+    kind: str = "bo"
+
+    def to_dict(self) -> dict:
+        """The spec as plain data; ``kind`` only when it is not ``"bo"``, so that BO cells keep the
+        identity (and hash) they had before timing cells existed."""
+        data = asdict(self)
+        if self.kind == "bo":
+            del data["kind"]
+        return data
 
     def to_json(self) -> str:
         """Canonical JSON: equal specs give equal strings (the cell's identity in the store)."""
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @staticmethod
     def make(problem: str, algorithm: str, seed: int, iterations: int | None = None,
-             alpha: float | None = None, options: dict | None = None) -> CellSpec:
+             alpha: float | None = None, options: dict | None = None, kind: str = "bo") -> CellSpec:
+        if kind not in CELL_KINDS:
+            raise ValueError(f"unknown cell kind {kind!r}; valid: {', '.join(CELL_KINDS)}")
         return CellSpec(problem, algorithm, seed, iterations, alpha,
-                        tuple(sorted((options or {}).items())))
+                        tuple(sorted((options or {}).items())), kind)
 
 
 @dataclass
@@ -95,7 +111,7 @@ def _target(problem, algorithm_name: str) -> str:
 
 
 @contextlib.contextmanager
-def _default_float64() -> Iterator[None]:
+def default_float64() -> Iterator[None]:
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
@@ -110,7 +126,9 @@ CHECKPOINT_EVERY_S = 5.0
 def run_cell(spec: CellSpec, checkpoint: bytes | None = None,
              on_checkpoint: Callable[[bytes, int], None] | None = None,
              checkpoint_every_s: float = CHECKPOINT_EVERY_S) -> CellResult:
-    """Run one cell; see the module docstring. Raises on bad names or options.
+    """Run one cell; see the module docstring. Raises on bad names or options. A timing cell
+    (``spec.kind == "timing"``) is handed to :func:`harness.complexity.run_timing_cell` (it has no
+    iterations, so no checkpoints).
 
     Args:
         spec: the cell.
@@ -119,7 +137,11 @@ def run_cell(spec: CellSpec, checkpoint: bytes | None = None,
             least ``checkpoint_every_s`` seconds passed since the last call (and never after the
             last iteration: the result is what counts then).
     """
-    with _default_float64():
+    if spec.kind == "timing":
+        from harness.complexity import run_timing_cell  # it imports this module
+
+        return run_timing_cell(spec)
+    with default_float64():
         return _run_cell(spec, checkpoint, on_checkpoint, checkpoint_every_s)
 
 
@@ -243,7 +265,8 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
         row.update(problem=spec.problem, algorithm=spec.algorithm, seed=spec.seed,
                    alpha=problem.alpha, target=target, optimum=optimum_value)
     metadata = {
-        "spec": json.loads(spec.to_json()),
+        "spec": spec.to_dict(),
+        "kind": "bo",
         "target": target,
         "optimum": {"value": optimum_value, "var": optimum.var, "argmax_var": optimum.argmax_var,
                     "worst_case": optimum.worst_case,

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from algorithms import ALGORITHMS, supports
 from harness.cell import CellSpec
+from harness.complexity import SIZES_D, SIZES_Z, complexity_cells, estimate_timing_seconds
 from problems import PROBLEMS, DiscreteZ, build_problem
 
 
@@ -148,8 +149,17 @@ def paper_grid() -> Grid:
     return Grid("paper", tuple(cells), "Figures 3, 4, 5 and the alpha -> 0 study, 10 seeds")
 
 
+def complexity_grid() -> Grid:
+    """Timing cells of the complexity study (:mod:`harness.complexity`): one acquisition step and
+    one GP fit per method, |D| x |Dz|, 5 timed repeats each."""
+    cells = tuple(complexity_cells())
+    return Grid("complexity", cells, "timing cells: GP fit and one proposal over |D| in "
+                f"{list(SIZES_D)} x |Dz| in {list(SIZES_Z)}, 5 repeats each (see harness/complexity.py)")
+
+
 #: Named grids: name -> factory (factories, so the registries are read when a grid is built).
-NAMED_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid, "paper": paper_grid}
+NAMED_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid, "paper": paper_grid,
+                                              "complexity": complexity_grid}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -330,6 +340,8 @@ _PER_ITERATION_S_SMOKE = {"rhokg-apx": 0.7}
 def estimate_seconds(spec: CellSpec, measured: dict[tuple[str, str], float] | None = None) -> float:
     """Estimated single-core seconds of a cell; ``measured`` (seconds per iteration by
     (problem, algorithm), e.g. from finished cells) overrides the built-in table."""
+    if spec.kind == "timing":
+        return estimate_timing_seconds(spec)
     if spec.iterations is not None:
         iterations = spec.iterations
     elif spec.problem in PROBLEMS:

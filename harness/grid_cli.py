@@ -107,6 +107,8 @@ def _measured_rates(out: Path) -> dict[tuple[str, str], float]:
             meta = read_metadata(path)
         except Exception:
             continue
+        if meta.get("kind") == "timing":  # timing cells have their own cost model
+            continue
         spec, iterations = meta["spec"], max(1, meta.get("iterations") or 1)
         totals.setdefault((spec["problem"], spec["algorithm"]), []).append(
             max(0.0, meta["wall_time_s"] - 1.0) / iterations)
@@ -144,10 +146,11 @@ def _duration(seconds: float) -> str:
 
 
 def _list() -> int:
+    width = max(len(name) for name in NAMED_GRIDS)
     for name, factory in NAMED_GRIDS.items():
         grid = factory()
         available = sum(unavailable_reason(c) is None for c in grid.cells)
-        print(f"{name:8s} {len(grid.cells):4d} cells ({available} available now): {grid.description}")
+        print(f"{name:{width}s} {len(grid.cells):4d} cells ({available} available now): {grid.description}")
     return 0
 
 

@@ -8,7 +8,9 @@ is written to a '.'-prefixed temporary name in the same folder and then renamed 
 so a crash leaves either the complete file or nothing (readers skip '.'-prefixed files).
 
 The schema is fixed (:data:`ROW_SCHEMA`): every file has the same column types whatever the
-algorithm, so a folder of them reads as one table without type-merge errors.
+algorithm, so a folder of them reads as one table without type-merge errors. Timing cells of the
+complexity study (``kind = "timing"``) have their own fixed schema (:data:`TIMING_SCHEMA`) and are
+read by :func:`read_timings`; :func:`read_results` reads BO cells only.
 
 Where: a local folder, or a URI (``s3://bucket/prefix``, ``gs://bucket/prefix``, ``file:///path``)
 through fsspec's universal_pathlib (:func:`location`). An object store has no rename, but a single
@@ -72,6 +74,24 @@ ROW_SCHEMA = pa.schema([
     ("t_eval_s", pa.float64()),
 ])
 
+#: Column name -> type of every row of every timing-cell file (one row per timed call).
+TIMING_SCHEMA = pa.schema([
+    ("problem", pa.string()),
+    ("algorithm", pa.string()),
+    ("seed", pa.int64()),
+    ("n_obs", pa.int64()),  # |D|
+    ("n_z", pa.int64()),  # |Dz|: support size (discrete Z) or samples of Z per estimate
+    ("z_kind", pa.string()),  # "discrete" or "continuous"
+    ("what", pa.string()),  # "fit" or "acquisition"
+    ("repeat", pa.int64()),  # 1..repeats (the warm-up call is not stored)
+    ("seconds", pa.float64()),  # wall clock
+    ("cpu_seconds", pa.float64()),  # process CPU time
+    ("threads", pa.int64()),  # torch threads (1)
+])
+
+#: The schema of each kind of cell file.
+SCHEMAS = {"bo": ROW_SCHEMA, "timing": TIMING_SCHEMA}
+
 
 #: A results location: a local ``Path``, or a ``upath.UPath`` for a URI.
 Location = PurePath
@@ -127,9 +147,11 @@ def provenance() -> dict:
 
 
 def to_table(result: CellResult, extra_metadata: dict | None = None) -> pa.Table:
-    """The cell's rows as a table of :data:`ROW_SCHEMA`, metadata in the schema's key ``varbo``."""
-    columns = {name: [row.get(name) for row in result.rows] for name in ROW_SCHEMA.names}
-    table = pa.table(columns, schema=ROW_SCHEMA)
+    """The cell's rows as a table of its kind's schema (:data:`SCHEMAS`), metadata in the schema's
+    key ``varbo``."""
+    schema = SCHEMAS[result.metadata.get("kind", "bo")]
+    columns = {name: [row.get(name) for row in result.rows] for name in schema.names}
+    table = pa.table(columns, schema=schema)
     meta = {**result.metadata, **(extra_metadata or {})}
     return table.replace_schema_metadata({"varbo": json.dumps(meta)})
 
@@ -174,11 +196,11 @@ def _read_schema(path: Location) -> pa.Schema:
         return pq.read_schema(stream)
 
 
-def _read_table(path: Location) -> pa.Table:
+def _read_table(path: Location, schema: pa.Schema = ROW_SCHEMA) -> pa.Table:
     if _is_local(path):
-        return pq.read_table(path, schema=ROW_SCHEMA)
+        return pq.read_table(path, schema=schema)
     with path.open("rb") as stream:
-        return pq.read_table(stream, schema=ROW_SCHEMA)
+        return pq.read_table(stream, schema=schema)
 
 
 def read_metadata(path: Location) -> dict:
@@ -305,15 +327,16 @@ def _visible(path: Path, out: Location | str) -> bool:
 def spec_from_dict(data: dict) -> CellSpec:
     """The :class:`CellSpec` of a stored spec (a file's metadata, a manifest, a failure record)."""
     return CellSpec(data["problem"], data["algorithm"], data["seed"], data["iterations"],
-                    data["alpha"], tuple((k, v) for k, v in data["options"]))
+                    data["alpha"], tuple((k, v) for k, v in data["options"]), data.get("kind", "bo"))
 
 
 def check_cell_file(path: Location) -> str | None:
     """Why ``path`` is not a finished cell file written by this store, or None if it is.
 
     Reads the footer only (milliseconds): the file must be Parquet with exactly the columns and
-    types of :data:`ROW_SCHEMA`, carry the ``varbo`` metadata, and its recorded spec must hash to
-    the hash in its name (so a file copied or renamed onto another cell's name is refused too).
+    types of its kind's schema (:data:`SCHEMAS`), carry the ``varbo`` metadata, and its recorded
+    spec must hash to the hash in its name (so a file copied or renamed onto another cell's name is
+    refused too).
     """
     return _check(path)[0]
 
@@ -324,13 +347,16 @@ def _check(path: Location) -> tuple[str | None, dict | None]:
         schema = _read_schema(path)
     except Exception as error:  # pyarrow raises several types for a damaged footer
         return f"not a readable Parquet file ({type(error).__name__})", None
-    if [(f.name, f.type) for f in schema] != [(f.name, f.type) for f in ROW_SCHEMA]:
+    columns = [(f.name, f.type) for f in schema]
+    if not any(columns == [(f.name, f.type) for f in known] for known in SCHEMAS.values()):
         return "not a varbo-bench cell file (other columns)", None
     try:
         meta = json.loads((schema.metadata or {})[b"varbo"])
         spec = spec_from_dict(meta["spec"])
     except (KeyError, TypeError, ValueError):
         return "not a varbo-bench cell file (no cell metadata)", None
+    if columns != [(f.name, f.type) for f in SCHEMAS.get(spec.kind, ROW_SCHEMA)]:
+        return f"not a varbo-bench cell file (columns of another kind than {spec.kind!r})", None
     if spec_hash(spec) != path.stem.rsplit("-", 1)[-1]:
         return "its recorded spec does not match its name", None
     return None, meta
@@ -386,6 +412,8 @@ def read_results(out: Location | str) -> pd.DataFrame:
     for path, reason in bad:
         warnings.warn(f"skipped {path}: {reason}", stacklevel=2)
     for path, meta in good:
+        if meta.get("spec", {}).get("kind", "bo") != "bo":  # timing cells: read_timings
+            continue
         try:
             table = _read_table(path)
         except Exception as error:  # a damaged data page behind an intact footer
@@ -404,3 +432,36 @@ def read_results(out: Location | str) -> pd.DataFrame:
             pa.field("iterations", pa.int64())).append(pa.field("options", pa.string()))
         return schema.empty_table().to_pandas()
     return pa.concat_tables(tables).to_pandas()
+
+
+def read_timings(out: Location | str) -> pd.DataFrame:
+    """Every finished timing cell under ``out`` as one DataFrame: the columns of
+    :data:`TIMING_SCHEMA` plus ``spec_hash`` and ``options`` (canonical JSON of the algorithm
+    options, the state options ``n_obs``, ``n_z`` and ``repeats`` left out). Files that are not cell
+    files are skipped with a warning, as by :func:`read_results`; BO cells are not read."""
+    tables = []
+    good, bad = _scan(location(out))
+    for path, reason in bad:
+        warnings.warn(f"skipped {path}: {reason}", stacklevel=2)
+    for path, meta in good:
+        spec = meta.get("spec", {})
+        if spec.get("kind", "bo") != "timing":
+            continue
+        try:
+            table = _read_table(path, TIMING_SCHEMA)
+        except Exception as error:
+            warnings.warn(f"skipped {path}: unreadable ({type(error).__name__}: {error})", stacklevel=2)
+            continue
+        n = table.num_rows
+        state = ("n_obs", "n_z", "repeats")
+        options = json.dumps({k: v for k, v in spec.get("options", []) if k not in state}, sort_keys=True)
+        table = table.replace_schema_metadata(None)
+        table = table.append_column("spec_hash", pa.array([path.stem.rsplit("-", 1)[-1]] * n, pa.string()))
+        table = table.append_column("options", pa.array([options] * n, pa.string()))
+        tables.append(table)
+    if not tables:
+        schema = TIMING_SCHEMA.append(pa.field("spec_hash", pa.string())).append(
+            pa.field("options", pa.string()))
+        return schema.empty_table().to_pandas()
+    return pa.concat_tables(tables).to_pandas()
+

@@ -57,3 +57,59 @@ def test_the_table_compares_with_the_paper() -> None:
     assert table.loc["vucb-prob", "paper_exponent"] == PAPER_EXPONENTS[("vucb-prob", "Dz")][0] == 1.0
     assert bool(table.loc["vucb-prob", "within_paper"]) is True
     assert bool(table.loc["rhokg-apx", "within_paper"]) is False  # 3.4 exceeds the predicted 3
+
+
+def test_formula_slopes_follow_the_regime_of_the_paper_formulas() -> None:
+    from analysis.complexity import formula_slope
+
+    d = np.array([10.0, 20.0, 40.0, 80.0, 160.0])
+    z = np.array([16.0, 64.0, 256.0, 1024.0])
+    assert formula_slope("gp-fit", "D", 64, d) == pytest.approx(3.0, abs=1e-12)
+    # V-UCB: |Dz| (|D|^2 + log |Dz|) is linear in |Dz| up to the slowly varying log term ...
+    assert 1.0 <= formula_slope("vucb-prob", "Dz", 40, z) <= 1.01
+    # ... and quadratic in |D| once |D|^2 >> log |Dz| (log 1024 = 6.9 against |D|^2 >= 100)
+    assert formula_slope("vucb-prob", "D", 1024, d) == pytest.approx(2.0, abs=0.05)
+    # rho-KG^apx: |D| K |Dz| (|D|^2 + |Dz| |D| + |Dz|^2 + M |Dz|): by hand at two sizes
+    def f(dd: float, zz: float) -> float:
+        return dd * 10 * zz * (dd**2 + zz * dd + zz**2 + 10 * zz)
+
+    two = np.array([16.0, 1024.0])
+    expected = (np.log10(f(160, 1024)) - np.log10(f(160, 16))) / (np.log10(1024) - np.log10(16))
+    assert formula_slope("rhokg-apx", "Dz", 160, two) == pytest.approx(expected, rel=1e-12)
+    # its regime: |D|^2 dominates at small |Dz| (exponent near 1 + 0), |Dz|^2 at large (near 3)
+    assert formula_slope("rhokg-apx", "Dz", 160, np.array([1.0, 2.0])) < 1.2
+    assert formula_slope("rhokg-apx", "Dz", 10, np.array([1e4, 2e4])) > 2.9
+    assert np.isnan(formula_slope("vucb-prob (continuous Z, LNSO)", "D", 64, d))
+
+
+def test_timing_points_recover_known_exponents_in_both_sizes() -> None:
+    from analysis.complexity import median_table, timing_points
+
+    rows = []
+    for n_obs in (10, 20, 40, 80):
+        for n_z in (16, 64, 256):
+            for repeat in (1, 2, 3):
+                rows.append({"algorithm": "vucb-prob", "z_kind": "discrete", "what": "acquisition",
+                             "n_obs": n_obs, "n_z": n_z, "repeat": repeat,
+                             "cpu_seconds": 1e-6 * n_obs**1.5 * n_z**0.75, "seconds": 1.0})
+                rows.append({"algorithm": "vucb-prob", "z_kind": "discrete", "what": "fit",
+                             "n_obs": n_obs, "n_z": n_z, "repeat": repeat,
+                             "cpu_seconds": 1e-7 * n_obs**3, "seconds": 1.0})
+                rows.append({"algorithm": "vucb-prob-saa", "z_kind": "continuous", "what": "acquisition",
+                             "n_obs": n_obs, "n_z": n_z, "repeat": repeat,
+                             "cpu_seconds": 1e-5 * n_z, "seconds": 1.0})
+    timings = pd.DataFrame(rows)
+    points = timing_points(timings)
+    assert len(points) == 2 * len(timings)
+    table = slope_table(points).set_index(["method", "varied", "fixed"])
+    assert table.loc[("vucb-prob", "D", 64), "slope"] == pytest.approx(1.5)
+    assert table.loc[("vucb-prob", "Dz", 40), "slope"] == pytest.approx(0.75)
+    assert table.loc[("gp-fit", "D", 16), "slope"] == pytest.approx(3.0)
+    assert table.loc[("gp-fit", "Dz", 80), "slope"] == pytest.approx(0.0, abs=1e-9)
+    assert table.loc[("vucb-prob-saa (continuous Z)", "Dz", 10), "slope"] == pytest.approx(1.0)
+    assert len(table) == 3 * (3 + 4)  # every method: a line per |Dz| and a line per |D|
+    medians = median_table(timings).set_index(["method", "n_obs", "n_z"])
+    assert medians.loc[("vucb-prob", 20, 64), "median_s"] == pytest.approx(1e-6 * 20**1.5 * 64**0.75)
+    assert medians.loc[("vucb-prob", 20, 64), "repeats"] == 3
+    # wall clock on request
+    assert (timing_points(timings, clock="seconds")["seconds"] == 1.0).all()

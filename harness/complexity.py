@@ -1,0 +1,224 @@
+"""Timing cells: how one acquisition step and one GP fit cost grows with |D| and |Dz|.
+
+A timing cell is a :class:`~harness.cell.CellSpec` of kind ``"timing"``; its options carry the
+controlled state (:data:`STATE_OPTIONS`) next to the algorithm's own options:
+
+* ``n_obs`` = |D|: the GP is fitted on that many noisy observations of the problem's f at (x, z)
+  drawn uniformly (x in [0, 1]^d_x, z in the box of Z's support) from a stream of
+  (problem, ``n_obs``, seed) only, so every method and every |Dz| sees the same data;
+* ``n_z`` = |Dz|: for a discrete Z, the problem's Z is replaced by the synthetic problems' Gaussian
+  grid with ``n_z`` points (``n_z ** (1 / d_z)`` per axis); for a continuous Z, ``n_z`` is the number
+  of Z samples the method draws per estimate (:data:`Z_SIZE_OPTIONS`);
+* ``repeats``: timed calls of each kind, after one untimed warm-up call.
+
+``run_timing_cell(spec)`` is pure like :func:`harness.cell.run_cell` (no Ray, no I/O) and returns
+one row per timed call: ``what`` = ``"fit"`` (maximum likelihood from scratch, as at a refit) or
+``"acquisition"`` (one ``propose``), with wall seconds and process CPU seconds, on one torch thread.
+The queries do not matter here and are not stored; the timings are the result.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import torch
+
+from algorithms import ALGORITHMS
+from algorithms.gp import fit_gp
+from harness.cell import CellResult, CellSpec, default_float64
+from problems import Problem, build_problem
+from problems.distributions import gaussian_grid
+from problems.seeding import derive_seed, generator
+
+#: Options of a timing cell that set the state rather than the algorithm.
+STATE_OPTIONS = ("n_obs", "n_z", "repeats")
+DEFAULT_REPEATS = 5
+#: For a continuous Z: the algorithm options that |Dz| sets (samples of Z per estimate).
+Z_SIZE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "vucb-prob": ("n_z", "var_batch"),  # LNSO's Z draws per training step; pinball batches
+    "vucb-unif": ("n_z", "var_batch"),
+    "vucb-prob-saa": ("n_samples",),
+    "rhokg-apx": ("num_w_samples",),
+}
+
+
+class TimingSpecError(ValueError):
+    """A timing cell whose state options are missing or invalid."""
+
+
+def state_of(spec: CellSpec) -> tuple[int, int, int, dict]:
+    """``(n_obs, n_z, repeats, algorithm options)`` of a timing cell; raises :class:`TimingSpecError`."""
+    options = dict(spec.options)
+    try:
+        n_obs, n_z = options.pop("n_obs"), options.pop("n_z")
+    except KeyError as missing:
+        raise TimingSpecError(f"a timing cell needs the option {missing.args[0]}") from None
+    repeats = options.pop("repeats", DEFAULT_REPEATS)
+    for name, value in (("n_obs", n_obs), ("n_z", n_z), ("repeats", repeats)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TimingSpecError(f"timing option {name} must be a positive integer, got {value!r}")
+    return n_obs, n_z, repeats, options
+
+
+def timed_problem(spec: CellSpec) -> tuple[Problem, dict]:
+    """The problem of a timing cell and the algorithm options its |Dz| implies."""
+    _, n_z, _, options = state_of(spec)
+    problem = build_problem(spec.problem, with_optimum=False)
+    if problem.z.is_discrete:
+        per_axis = round(n_z ** (1.0 / problem.d_z))
+        if per_axis**problem.d_z != n_z:
+            raise TimingSpecError(f"n_z={n_z} is not a {problem.d_z}-th power: {spec.problem} has a "
+                                  f"{problem.d_z}-dimensional grid")
+        problem = replace(problem, z=gaussian_grid(per_axis, problem.d_z))
+    else:
+        names = Z_SIZE_OPTIONS.get(spec.algorithm)
+        if names is None:
+            raise TimingSpecError(f"{spec.algorithm}: no option says how many Z samples it draws")
+        options = {**options, **dict.fromkeys(names, n_z)}
+    if spec.alpha is not None:
+        problem = replace(problem, alpha=spec.alpha)
+    return problem, options
+
+
+def observations(spec: CellSpec) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``n_obs x (d_x + d_z)`` inputs and ``n_obs x 1`` noisy outcomes the GP is fitted on."""
+    n_obs = state_of(spec)[0]
+    problem = build_problem(spec.problem, with_optimum=False)
+    g = generator(spec.problem, "complexity", n_obs, spec.seed)
+    x = torch.rand(n_obs, problem.d_x, generator=g, dtype=torch.float64)
+    if problem.z.is_discrete:  # the grid spans [0, 1]^d_z whatever its size
+        z = torch.rand(n_obs, problem.d_z, generator=g, dtype=torch.float64)
+    else:
+        z = problem.z.sample_support(n_obs, g)
+    y = problem.observe(x, z, torch.randn(n_obs, generator=g, dtype=torch.float64))
+    return torch.cat([x, z], dim=-1), y.unsqueeze(-1)
+
+
+def _clock() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def run_timing_cell(spec: CellSpec) -> CellResult:
+    """Time ``repeats`` GP fits and ``repeats`` proposals of ``spec.algorithm``; see the module
+    docstring. Runs on one torch thread (restored after) with float64 as the default dtype."""
+    if spec.kind != "timing":
+        raise TimingSpecError(f"not a timing cell: kind {spec.kind!r}")
+    if spec.algorithm not in ALGORITHMS:
+        raise KeyError(f"unknown algorithm {spec.algorithm!r}; valid: {', '.join(ALGORITHMS)}")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with default_float64():
+            return _run(spec)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(spec: CellSpec) -> CellResult:
+    start = time.perf_counter()
+    n_obs, n_z, repeats, _ = state_of(spec)
+    problem, options = timed_problem(spec)
+    train_X, train_Y = observations(spec)
+    fit_seed = derive_seed(spec.problem, "complexity-fit", n_obs, spec.seed)
+    rows: list[dict] = []
+
+    def record(what: str, repeat: int, wall: float, cpu: float) -> None:
+        rows.append({"what": what, "repeat": repeat, "seconds": wall, "cpu_seconds": cpu})
+
+    model = None
+    for repeat in range(repeats + 1):  # repeat 0 is the warm-up
+        g = torch.Generator().manual_seed(fit_seed)  # every fit does the same work
+        w0, c0 = _clock()
+        model, report = fit_gp(train_X, train_Y, None, refit=True, generator=g)
+        w1, c1 = _clock()
+        if not report.ok:
+            raise RuntimeError(f"the GP fit failed on the timing state: {report.message}")
+        if repeat:
+            record("fit", repeat, w1 - w0, c1 - c0)
+    assert model is not None
+    algorithm = ALGORITHMS[spec.algorithm](problem, derive_seed(spec.problem, spec.seed), **options)
+    t = max(1, n_obs - problem.n_init)  # the iteration this |D| would be (beta_t depends on it)
+    for repeat in range(repeats + 1):
+        w0, c0 = _clock()
+        algorithm.propose(model, t)
+        w1, c1 = _clock()
+        if repeat:
+            record("acquisition", repeat, w1 - w0, c1 - c0)
+    for row in rows:
+        row.update(problem=spec.problem, algorithm=spec.algorithm, seed=spec.seed, n_obs=n_obs,
+                   n_z=n_z, z_kind="discrete" if problem.z.is_discrete else "continuous",
+                   threads=torch.get_num_threads())
+    metadata = {"spec": spec.to_dict(), "kind": "timing", "options_used": options,
+                "wall_time_s": time.perf_counter() - start}
+    return CellResult(rows, metadata)
+
+
+#: algorithm (and "lnso" for V-UCB on a continuous Z) -> (fixed seconds, seconds at |D| = 40 and
+#: |Dz| = 64, exponent in |D|, exponent in |Dz|) of one proposal on one core. Fitted by eye to
+#: probes on the 2-core development machine (e.g. V-UCB Prob 2.4 s at |D| = 160, |Dz| = 1024;
+#: LNSO 358 s there; rho-KG^apx at the reduced effort 0.29 s at 40 x 64 and 1.4 s at 40 x 256); they
+#: size the grid and its ETA, they are not results.
+COST_MODEL: dict[str, tuple[float, float, float, float]] = {
+    "vucb-prob": (0.05, 0.12, 0.5, 1.0),
+    "vucb-unif": (0.05, 0.12, 0.5, 1.0),
+    "stableopt": (0.05, 0.1, 0.5, 1.0),
+    "vucb-prob-saa": (0.05, 0.12, 0.5, 1.0),
+    "rhokg-apx": (0.05, 0.3, 1.0, 1.5),
+    "lnso": (2.0, 5.6, 1.0, 1.0),
+    "random": (0.001, 0.0, 0.0, 0.0),
+}
+
+
+def estimate_proposal_seconds(problem: str, algorithm: str, n_obs: int, n_z: int) -> float:
+    """Rough single-core seconds of one proposal (see :data:`COST_MODEL`)."""
+    lnso = "continuous" in problem and algorithm in ("vucb-prob", "vucb-unif")
+    fixed, scale, d_exp, z_exp = COST_MODEL.get("lnso" if lnso else algorithm, (0.1, 0.5, 1.0, 1.0))
+    return fixed + scale * (n_obs / 40) ** d_exp * (n_z / 64) ** z_exp
+
+
+def estimate_timing_seconds(spec: CellSpec) -> float:
+    """Rough single-core seconds of a timing cell: ``repeats + 1`` fits and proposals."""
+    n_obs, n_z, repeats, _ = state_of(spec)
+    fit = 0.05 + 0.1 * (n_obs / 160) ** 2
+    return (repeats + 1) * (fit + estimate_proposal_seconds(spec.problem, spec.algorithm, n_obs, n_z))
+
+
+#: The study's sizes (the issue's): |D| and |Dz|.
+SIZES_D = (10, 20, 40, 80, 160)
+SIZES_Z = (16, 64, 256, 1024)
+#: rho-KG^apx is timed at a reduced search effort (the smoke grid's: fewer restarts and raw
+#: samples, at most 100 L-BFGS-B iterations). The effort multiplies the number of acquisition
+#: evaluations, a constant in |D| and |Dz|, so it moves the curves, not their slopes; at BoRisk's
+#: effort one proposal already takes 5-13 s at |Dz| = 100 (README, Performance).
+RHOKG_TIMING_OPTIONS = {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}
+#: (problem, algorithm, options) of every timed method: the discrete-Z methods on Branin-(1,1)'s
+#: function with a Gaussian grid of |Dz| points, the continuous-Z V-UCB variants on its continuous
+#: version with |Dz| samples of Z per estimate.
+METHODS: tuple[tuple[str, str, dict], ...] = (
+    ("branin-1-1-discrete", "vucb-prob", {}),
+    ("branin-1-1-discrete", "stableopt", {}),
+    ("branin-1-1-discrete", "rhokg-apx", RHOKG_TIMING_OPTIONS),
+    ("branin-1-1-continuous", "vucb-prob", {}),
+    ("branin-1-1-continuous", "vucb-prob-saa", {}),
+)
+#: A (method, |D|, |Dz|) is timed when one proposal is estimated to take at most this many seconds
+#: (:func:`estimate_proposal_seconds`): the cells beyond it would take hours. Where the study stops
+#: for a method is in the grid's listing (``--dry-run``) and in the report.
+MAX_PROPOSAL_S = 60.0
+
+
+def complexity_cells(sizes_d: tuple[int, ...] = SIZES_D, sizes_z: tuple[int, ...] = SIZES_Z,
+                     methods: tuple[tuple[str, str, dict], ...] = METHODS,
+                     repeats: int = DEFAULT_REPEATS, max_proposal_s: float = MAX_PROPOSAL_S
+                     ) -> list[CellSpec]:
+    """Timing cells of ``methods`` over |D| x |Dz| (seed 0), those estimated feasible."""
+    cells = []
+    for problem, algorithm, options in methods:
+        for n_obs in sizes_d:
+            for n_z in sizes_z:
+                if estimate_proposal_seconds(problem, algorithm, n_obs, n_z) <= max_proposal_s:
+                    state = {"n_obs": n_obs, "n_z": n_z, "repeats": repeats}
+                    cells.append(CellSpec.make(problem, algorithm, 0, options={**options, **state},
+                                               kind="timing"))
+    return cells
