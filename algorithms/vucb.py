@@ -87,6 +87,56 @@ def lacing_values(l: Tensor, u: Tensor, masses: Tensor, alpha: float) -> tuple[T
     return mask, var_l, var_u
 
 
+def discrete_step(model: SingleTaskGP, points: Tensor, masses: Tensor, alpha: float, beta: float,
+                  d_x: int, search_seed: int, n_raw: int, n_restarts: int, maxiter: int, t: int
+                  ) -> tuple[Tensor, Tensor, float, float]:
+    """One V-UCB step over a finite weighted set of z (a discrete Z, or fixed draws of one).
+
+    x_t = argmax_x VaR_alpha(u_{t-1}(x, Z)) (exact over the set, by :func:`maximize_x`), then the
+    lacing values at x_t.
+
+    Args:
+        points: ``m x d_z`` support; masses: ``m`` weights summing to one.
+        d_x: dimension of x.
+        search_seed, n_raw, n_restarts, maxiter: the x-search (see :func:`maximize_x`).
+
+    Returns:
+        x_t (``d_x``), the lacing-value mask (``m``), VaR_alpha(l(x_t, Z)) and VaR_alpha(u(x_t, Z)).
+
+    Raises:
+        LacingValueError: no lacing value (impossible by Theorem 1; reported with the numbers).
+    """
+    marginals = PosteriorMarginals(model)
+    width = math.sqrt(beta)
+
+    def var_upper(X: Tensor) -> Tensor:
+        mean, std = marginals.grid(X, points)
+        return weighted_var(mean + width * std, masses, alpha)
+
+    x_t, _ = maximize_x(model, var_upper, d_x, search_seed, n_raw, n_restarts, maxiter)
+    with torch.no_grad():
+        l, _, u = marginals.grid_bounds(x_t.unsqueeze(0), points, beta)
+    mask, var_l, var_u = lacing_values(l, u, masses, alpha)
+    mask, var_l, var_u = mask[0], float(var_l[0]), float(var_u[0])
+    if not mask.any():
+        raise LacingValueError(
+            f"no lacing value at x={x_t.tolist()} t={t}: VaR(l)={var_l!r}, VaR(u)={var_u!r}, "
+            f"min l={float(l.min())!r}, max u={float(u.max())!r}")
+    return x_t, mask, var_l, var_u
+
+
+def pick_lacing_value(mask: Tensor, preference: Tensor | None, rng: torch.Generator) -> int:
+    """Index of the chosen lacing value (``mask``: ``m`` booleans): uniformly at random among them
+    (``preference`` None: V-UCB Unif), or among those of the largest ``preference`` (``m`` masses or
+    densities: V-UCB Prob), ties within :data:`MASS_TIE_RTOL` broken at random."""
+    candidates = torch.nonzero(mask).squeeze(-1)
+    if preference is not None:
+        values = preference[candidates]
+        candidates = candidates[values >= values.max() * (1 - MASS_TIE_RTOL)]
+    pick = torch.randint(candidates.numel(), (1,), generator=rng)
+    return int(candidates[pick])
+
+
 @dataclass(frozen=True)
 class ContinuousSettings:
     """V-UCB's settings for a continuous Z (options of ``vucb-prob``/``vucb-unif``; the LNSO ones
@@ -168,37 +218,14 @@ class VUCB(Algorithm):
         if not isinstance(self.problem.z, DiscreteZ):
             return self.propose_continuous(model, t)
         beta = self.beta(t)
-        alpha, points, masses = self.problem.alpha, self.z.points, self.z.masses
-        marginals = PosteriorMarginals(model)
-        width = math.sqrt(beta)
-
-        def var_upper(X: Tensor) -> Tensor:
-            mean, std = marginals.grid(X, points)
-            return weighted_var(mean + width * std, masses, alpha)
-
-        x_t, _ = maximize_x(model, var_upper, self.problem.d_x, self.search_seed(t),
-                            self.n_raw, self.n_restarts, self.maxiter)
-        with torch.no_grad():
-            l, _, u = marginals.grid_bounds(x_t.unsqueeze(0), points, beta)
-        mask, var_l, var_u = lacing_values(l, u, masses, alpha)
-        mask, var_l, var_u = mask[0], float(var_l[0]), float(var_u[0])
-        if not mask.any():
-            raise LacingValueError(
-                f"no lacing value at x={x_t.tolist()} t={t}: VaR(l)={var_l!r}, VaR(u)={var_u!r}, "
-                f"min l={float(l.min())!r}, max u={float(u.max())!r}")
-        index = self.choose(mask, self.choice_generator(t))
+        points, masses = self.z.points, self.z.masses
+        x_t, mask, var_l, var_u = discrete_step(model, points, masses, self.problem.alpha, beta,
+                                                self.problem.d_x, self.search_seed(t), self.n_raw,
+                                                self.n_restarts, self.maxiter, t)
+        preference = masses if self.lv_rule == "prob" else None
+        index = pick_lacing_value(mask, preference, self.choice_generator(t))
         info = {"beta": beta, "lv_count": int(mask.sum()), "var_upper": var_u, "var_lower": var_l}
         return Proposal(x_t, points[index].clone(), info)
-
-    def choose(self, mask: Tensor, rng: torch.Generator) -> int:
-        """Index of the chosen lacing value among the support (``mask``: ``m`` booleans)."""
-        candidates = torch.nonzero(mask).squeeze(-1)
-        if self.lv_rule == "prob":
-            masses = self.z.masses[candidates]
-            top = masses.max()
-            candidates = candidates[masses >= top * (1 - MASS_TIE_RTOL)]
-        pick = torch.randint(candidates.numel(), (1,), generator=rng)
-        return int(candidates[pick])
 
     def propose_continuous(self, model: SingleTaskGP, t: int) -> Proposal:
         """x_t by LNSO, z_t by the lacing-value search (see the module docstring)."""

@@ -11,25 +11,19 @@ sampling error from steering every iteration the same way.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, Recommendation
-from algorithms.gp import PosteriorMarginals
-from algorithms.search import maximize_x
 from algorithms.vucb import (
-    MASS_TIE_RTOL,
-    LacingValueError,
     beta_schedule,
     check_search_options,
-    lacing_values,
+    discrete_step,
+    pick_lacing_value,
     recommend_by_mean_var,
 )
 from problems import Problem, TruncatedNormalZ
-from problems.risk import weighted_var
 from problems.seeding import derive_seed
 
 
@@ -68,30 +62,16 @@ class VUCBProbSAA(Algorithm):
         return self.z.icdf(sobol.draw(self.n_samples, dtype=torch.float64))
 
     def propose(self, model: SingleTaskGP, t: int) -> Proposal:
-        beta, alpha = self.beta(t), self.problem.alpha
+        beta = self.beta(t)
         points = self.samples(t)
         masses = torch.full((points.shape[0],), 1.0 / points.shape[0], dtype=torch.float64)
-        marginals = PosteriorMarginals(model)
-        width = math.sqrt(beta)
-
-        def var_upper(X: Tensor) -> Tensor:
-            mean, std = marginals.grid(X, points)
-            return weighted_var(mean + width * std, masses, alpha)
-
-        x_t, _ = maximize_x(model, var_upper, self.problem.d_x, self.search_seed(t),
-                            self.n_raw, self.n_restarts, self.maxiter)
-        with torch.no_grad():
-            l, _, u = marginals.grid_bounds(x_t.unsqueeze(0), points, beta)
-        mask, var_l, var_u = lacing_values(l, u, masses, alpha)
-        mask, var_l, var_u = mask[0], float(var_l[0]), float(var_u[0])
-        if not mask.any():  # impossible for a discrete distribution (Theorem 1)
-            raise LacingValueError(f"no lacing value among the draws at x={x_t.tolist()} t={t}")
-        candidates = torch.nonzero(mask).squeeze(-1)
-        density = self.z.density(points[candidates])
-        candidates = candidates[density >= density.max() * (1 - MASS_TIE_RTOL)]
-        pick = torch.randint(candidates.numel(), (1,), generator=self.choice_generator(t))
+        x_t, mask, var_l, var_u = discrete_step(model, points, masses, self.problem.alpha, beta,
+                                                self.problem.d_x, self.search_seed(t), self.n_raw,
+                                                self.n_restarts, self.maxiter, t)
+        # V-UCB Prob's rule with the density p(z) of each draw in place of a mass
+        index = pick_lacing_value(mask, self.z.density(points), self.choice_generator(t))
         info = {"beta": beta, "lv_count": int(mask.sum()), "var_upper": var_u, "var_lower": var_l}
-        return Proposal(x_t, points[int(candidates[pick])].clone(), info)
+        return Proposal(x_t, points[index].clone(), info)
 
     def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
         return recommend_by_mean_var(self.problem, model, self.observed_x(train_X))
