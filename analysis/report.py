@@ -45,6 +45,7 @@ from analysis.data import (
     NEGATIVE_TOLERANCE,
     SERIES_KEYS,
     NegativeRegretError,
+    beaten_bounds,
     check_regret,
     final_rows,
     load_results,
@@ -181,10 +182,11 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     timing = timing_table(frame)
     ratios = ratio_table(timing)
     status = cell_status(results, metas)
+    bounds = beaten_bounds(frame)
 
     bands_out = bands[["figure", *[c for c in bands.columns if c != "figure"]]]
     for name, table in (("bands", bands_out), ("timing", timing), ("timing_ratio", ratios),
-                        ("claims", claims), ("claims_overall", verdicts)):
+                        ("claims", claims), ("claims_overall", verdicts), ("lower_bounds", bounds)):
         paths[f"{name}.csv"] = out / f"{name}.csv"
         table.to_csv(paths[f"{name}.csv"], index=False)
     paths["bands.parquet"] = out / "bands.parquet"
@@ -198,7 +200,8 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     figures.append(timing_figure(timing, palette, out))
     for name, _, fig_paths in figures:
         paths[f"{name}.png"], paths[f"{name}.pdf"] = fig_paths["png"], fig_paths["pdf"]
-    _document(doc, results, frame, bands, panels, claims, verdicts, timing, ratios, status, figures, floor)
+    _document(doc, results, frame, bands, panels, claims, verdicts, timing, ratios, status, figures, floor,
+              bounds)
     return int(status["n_done"])
 
 
@@ -235,7 +238,7 @@ def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: d
 
 
 def _document(doc, results, frame, bands, panels, claims, verdicts, timing, ratios, status, figures,
-              floor) -> None:
+              floor, bounds) -> None:
     env = analysis_environment()
     n_cells = frame.groupby(["problem", "algorithm", "options", "alpha", "iterations", "seed"]).ngroups
     doc.para(f"{n_cells} cells ({len(frame)} rows) from {results}. Grid: {status['grid'] or 'no _grid.json'}"
@@ -274,6 +277,14 @@ def _document(doc, results, frame, bands, panels, claims, verdicts, timing, rati
             doc.figure(title, fig_paths["png"], fig_paths["pdf"])
     doc.heading("Final iteration", 3)
     doc.table(final_band_summary(bands))
+    if not bounds.empty:
+        doc.heading("Optima that are lower bounds", 3)
+        doc.para(
+            "These problems have no certified optimum: the stored value is the best a search found "
+            "(problems/optima.json, 'lower_bound'). A recommendation above it has a negative regret, "
+            "drawn at the floor: the bound was beaten, the run is not wrong. The best value any "
+            "recommendation reached:")
+        doc.table(bounds)
 
     doc.heading("Timing")
     doc.para("Per-iteration times over iterations >= 1 (median and interquartile range, seconds); total "

@@ -32,12 +32,16 @@ class Optimum:
         argmax_var: a maximizer, in [0, 1]-scaled x (length d_x).
         worst_case: max_x min_{z in support} f(x, z) (StableOpt's target, the alpha -> 0 limit).
         argmax_worst_case: a maximizer of the worst case.
+        lower_bound: True when the values are the best found by a search that cannot certify them
+            (robot pushing: no closed form, every evaluation a simulation). A run that beats them has
+            a negative regret, which then means the bound was beaten, not that the run is wrong.
     """
 
     var: float
     argmax_var: tuple[float, ...]
     worst_case: float
     argmax_worst_case: tuple[float, ...]
+    lower_bound: bool = False
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,7 @@ def _optimum_from_entry(entry: dict) -> Optimum:
         argmax_var=tuple(entry["var"]["argmax"]),
         worst_case=entry["worst_case"]["value"],
         argmax_worst_case=tuple(entry["worst_case"]["argmax"]),
+        lower_bound=bool(entry.get("lower_bound", False)),
     )
 
 
@@ -135,7 +136,7 @@ def get_problem(name: str, alpha: float | None = None) -> Problem:
     if isinstance(problem.z, DiscreteZ) and alpha <= problem.z.min_mass:
         best = problem.optimum
         optimum = Optimum(best.worst_case, best.argmax_worst_case, best.worst_case,
-                          best.argmax_worst_case)
+                          best.argmax_worst_case, best.lower_bound)
     else:
         entry = search_problem(problem, alpha)
         optimum = _optimum_from_entry(entry)

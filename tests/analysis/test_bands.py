@@ -60,3 +60,25 @@ def test_negative_regret_beyond_noise_fails_naming_the_cell() -> None:
     expected = r"branin-1-1-discrete/vucb-prob/seed1 .*-2\.000e-06 at iteration 1"
     with pytest.raises(NegativeRegretError, match=expected):
         check_regret(_frame(regret))
+
+
+def test_a_lower_bound_optimum_may_be_beaten_and_the_best_value_is_reported() -> None:
+    from analysis.data import beaten_bounds
+
+    regret = np.array([[0.1, 0.02, -0.003], [0.2, -0.001, 0.05]])
+    frame = _frame(regret).assign(problem="robot-push-3-2", optimum=-0.5)
+    with pytest.raises(NegativeRegretError):  # without the flag the optimum is a certified maximum
+        check_regret(frame)
+    frame["optimum_lower_bound"] = True
+    check_regret(frame)  # with it, beating the bound is allowed ...
+    bounds = beaten_bounds(frame)  # ... and reported
+    assert len(bounds) == 1
+    row = bounds.iloc[0]
+    assert row["bound"] == -0.5 and row["best_found"] == pytest.approx(-0.5 + 0.003)
+    assert row["beaten_by"] == pytest.approx(0.003) and bool(row["beaten"])
+    assert (row["seed"], row["iteration"], row["cells"]) == (0, 2, 2)
+    # a certified problem in the same frame still fails
+    mixed = pd.concat([frame, _frame(np.array([[0.1, -1e-6]])).assign(optimum_lower_bound=False)])
+    with pytest.raises(NegativeRegretError, match="branin-1-1-discrete"):
+        check_regret(mixed)
+    assert beaten_bounds(_frame(regret)).empty
