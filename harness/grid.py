@@ -62,6 +62,17 @@ SMOKE_ITERATIONS = 3
 SMOKE_OPTIONS: dict[str, dict] = {
     "rhokg-apx": {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100},
 }
+#: The same for V-UCB on a continuous Z, whose LNSO and pinball estimates take 2-5 s an iteration
+#: at their defaults: fewer training, x and lacing-value steps (about 0.5 s an iteration).
+_LNSO_SMOKE = {"train_steps": 60, "retrain_steps": 20, "x_steps": 30, "var_steps": 50, "lv_steps": 50}
+SMOKE_OPTIONS_CONTINUOUS: dict[str, dict] = {"vucb-prob": _LNSO_SMOKE, "vucb-unif": _LNSO_SMOKE}
+
+
+def smoke_options(algorithm: str, continuous: bool) -> dict | None:
+    """The smoke grid's options of ``algorithm`` on a problem with a continuous Z or not."""
+    if continuous and algorithm in SMOKE_OPTIONS_CONTINUOUS:
+        return SMOKE_OPTIONS_CONTINUOUS[algorithm]
+    return SMOKE_OPTIONS.get(algorithm)
 
 BELOW_MIN_MASS = "below-min-mass"
 
@@ -120,12 +131,13 @@ def _block(problems: Iterable[str], algorithms: Iterable[str], seeds: Iterable[i
 
 def smoke_grid() -> Grid:
     """Every registered problem x every registered algorithm that handles its kind of Z
-    (:func:`algorithms.supports`) x 2 seeds x 3 iterations (with :data:`SMOKE_OPTIONS` for the
+    (:func:`algorithms.supports`) x 2 seeds x 3 iterations (with :func:`smoke_options` for the
     costly algorithms)."""
     problems = {name: build_problem(name, with_optimum=False) for name in PROBLEMS}
-    cells = [cell for algorithm, factory in ALGORITHMS.items()
-             for cell in _block([n for n, p in problems.items() if supports(factory, p)], [algorithm],
-                                range(SMOKE_SEEDS), SMOKE_ITERATIONS, options=SMOKE_OPTIONS.get(algorithm))]
+    cells = [cell for algorithm, factory in ALGORITHMS.items() for name, p in problems.items()
+             if supports(factory, p)
+             for cell in _block([name], [algorithm], range(SMOKE_SEEDS), SMOKE_ITERATIONS,
+                                options=smoke_options(algorithm, not p.z.is_discrete))]
     return Grid("smoke", tuple(cells), f"every registered problem x algorithm that handles its Z, "
                 f"{SMOKE_SEEDS} seeds, {SMOKE_ITERATIONS} iterations")
 
@@ -332,9 +344,11 @@ def select(cells: Iterable[CellSpec], pattern: str) -> list[CellSpec]:
 #: machine, T = 60: V-UCB 10-20 s, random a few seconds); hartmann-2-1 (two-dimensional x) is slower.
 _FIXED_S = 1.0
 _PER_ITERATION_S = {"random": 0.05, "vucb-unif": 0.25, "vucb-prob": 0.25, "stableopt": 0.25,
-                    "rhokg-apx": 10.0}  # at the paper's search effort: 5-13 s (|D| 20-60)
-#: The same with :data:`SMOKE_OPTIONS` (measured: rho-KG^apx about 0.7 s an iteration).
-_PER_ITERATION_S_SMOKE = {"rhokg-apx": 0.7}
+                    "vucb-prob-saa": 0.2, "rhokg-apx": 10.0}  # rho-KG^apx at BoRisk's effort: 5-13 s
+#: V-UCB on a continuous Z (LNSO, pinball estimates, lacing-value search): 1.8-3 s an iteration.
+_PER_ITERATION_S_LNSO = 2.5
+#: The same with the smoke grid's options (measured: rho-KG^apx about 0.7 s an iteration).
+_PER_ITERATION_S_SMOKE = {"rhokg-apx": 0.7, "vucb-prob": 0.5, "vucb-unif": 0.5}
 
 
 def estimate_seconds(spec: CellSpec, measured: dict[tuple[str, str], float] | None = None) -> float:
@@ -351,7 +365,10 @@ def estimate_seconds(spec: CellSpec, measured: dict[tuple[str, str], float] | No
     if measured and (spec.problem, spec.algorithm) in measured:
         return _FIXED_S + measured[spec.problem, spec.algorithm] * iterations
     per = _PER_ITERATION_S.get(spec.algorithm, 0.5)
-    if spec.options and dict(spec.options) == SMOKE_OPTIONS.get(spec.algorithm):
+    continuous = "continuous" in spec.problem
+    if continuous and spec.algorithm in ("vucb-prob", "vucb-unif"):
+        per = _PER_ITERATION_S_LNSO
+    if spec.options and dict(spec.options) == smoke_options(spec.algorithm, continuous):
         per = _PER_ITERATION_S_SMOKE.get(spec.algorithm, per)
     if spec.problem.startswith("hartmann-2-1") or spec.problem.startswith("robot"):
         per *= 2
