@@ -3,8 +3,15 @@
 * Each cell is a task with ``num_cpus=1`` that sets torch to one thread inside (Ray reuses worker
   processes and sets OMP_NUM_THREADS only when unset) and returns the rows, or the exception's
   message and traceback: an exception inside a cell never stops the grid.
-* At most ``max_in_flight`` tasks are submitted at a time (twice the cluster's CPUs by default), the
-  most expensive first, so that the slow cells do not form the tail.
+* At most ``max_in_flight`` tasks are submitted at a time (by default twice the cluster's CPUs,
+  counted again at every turn of the loop, so that an autoscaling cluster sees demand beyond what it
+  has and grows), the most expensive first, so that the slow cells do not form the tail.
+* A task never blocks on Ray (no ``ray.get`` or ``ray.wait`` inside): Ray lends the CPU of a
+  blocked task to a queued one, and a cell that waited for its checkpoint that way let three cells
+  run on two CPUs for ten minutes, slowing each and falsifying its timings. The driver hands each
+  task its checkpoint as an argument, the task hands its new checkpoints to the keeper without
+  waiting, and a task whose worker or node dies is resubmitted by the driver (up to
+  :data:`SYSTEM_RETRIES` times) with the latest checkpoint the keeper holds.
 * A ``ray.wait`` loop writes each finished cell (``harness.store``: temp name, then rename), so a
   cluster needs no shared filesystem, and a killed driver loses only the cells in flight.
 * Ctrl-C cancels the tasks in flight and returns; nothing partial is left behind.
@@ -61,11 +68,13 @@ class _CheckpointKeeper:
     memory. The driver preloads the checkpoints of the cells it is about to run, takes the new ones
     about once a second and writes them to ``_checkpoints/`` in the results store itself: only the
     driver ever touches the store (workers and this actor need neither its path nor credentials).
-    Calls run one at a time, in the order each caller sent them."""
+    Calls run one at a time, in the order each caller sent them. A cell's saves are not awaited, so
+    one may arrive after the driver dropped the finished cell: it is ignored."""
 
     def __init__(self) -> None:
         self.latest: dict[CellSpec, bytes] = {}
         self.dirty: set[CellSpec] = set()
+        self.finished: set[CellSpec] = set()
 
     def put(self, spec: CellSpec, data: bytes) -> None:  # preloaded by the driver: not dirty
         self.latest[spec] = data
@@ -74,6 +83,8 @@ class _CheckpointKeeper:
         return self.latest.get(spec)
 
     def save(self, spec: CellSpec, data: bytes) -> None:
+        if spec in self.finished:  # a late save of a cell already written
+            return
         self.latest[spec] = data
         self.dirty.add(spec)
 
@@ -85,11 +96,14 @@ class _CheckpointKeeper:
     def drop(self, spec: CellSpec) -> None:
         self.latest.pop(spec, None)
         self.dirty.discard(spec)
+        self.finished.add(spec)
 
 
-def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], keeper=None) -> dict:
-    """The body of a task: one thread, the cell (resumed from its checkpoint if the keeper has one,
-    checkpointing as it goes), and its result or its error (never raises)."""
+def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], checkpoint: bytes | None = None,
+                  keeper=None) -> dict:
+    """The body of a task: one thread, the cell (resumed from ``checkpoint`` if given, handing new
+    checkpoints to ``keeper`` if given, never waiting for it), and its result or its error (never
+    raises)."""
     import torch
 
     # A terminal's Ctrl-C reaches every process of its group, local Ray workers included; the driver
@@ -100,28 +114,19 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], keeper=Non
     start = time.perf_counter()
     resumed_at = None
     try:
-        if keeper is None:
+        if keeper is None and checkpoint is None:
             result = cell_fn(spec)
         else:
-            try:
-                checkpoint = ray.get(keeper.load.remote(spec))
-            except Exception:  # checkpoints are a convenience: without the keeper, start afresh
-                checkpoint, keeper = None, None
             if checkpoint is not None:
                 resumed_at = int(torch.load(io.BytesIO(checkpoint),
                                             weights_only=True)["rows"][-1]["iteration"])
-            pending: list = []
 
-            def save(data: bytes, t: int) -> None:  # fire and forget, but never more than one behind
+            def save(data: bytes, t: int) -> None:  # fire and forget: a task must not block on Ray
                 with contextlib.suppress(Exception):  # a lost keeper costs checkpoints, not the cell
-                    if pending:
-                        ray.get(pending.pop())
-                    pending.append(keeper.save.remote(spec, data))
+                    keeper.save.remote(spec, data)
 
             result = cell_fn(spec, checkpoint=checkpoint,
                              on_checkpoint=save if keeper is not None else None)
-            with contextlib.suppress(Exception):
-                ray.get(pending)  # the last save lands before the driver drops the checkpoint
     except Exception as error:  # recorded, the grid goes on
         message = f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
         return {"ok": False, "message": message, "traceback": traceback.format_exc(),
@@ -131,11 +136,14 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], keeper=Non
             "resumed_at": resumed_at}
 
 
-#: Times Ray reruns a cell whose worker process or node died (a spot node reclaimed, the OOM killer).
-#: An exception inside a cell is not retried: the task catches it and returns it as a failure.
+#: Times the driver resubmits a cell whose worker process or node died (a spot node reclaimed, the
+#: OOM killer), from its latest checkpoint. An exception inside a cell is not retried: the task
+#: catches it and returns it as a failure.
 SYSTEM_RETRIES = 2
 
-_remote_cell = ray.remote(num_cpus=1, max_retries=SYSTEM_RETRIES)(_execute_cell)
+# Ray's own retries would rerun the task with its original arguments, so from its first checkpoint:
+# the driver resubmits instead, with the latest
+_remote_cell = ray.remote(num_cpus=1, max_retries=0)(_execute_cell)
 _remote_keeper = ray.remote(num_cpus=0)(_CheckpointKeeper)
 
 
@@ -199,7 +207,8 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
         out: results folder.
         costs: estimated seconds per cell (same order); the most expensive are submitted first and
             the ETA uses them. Default: all equal.
-        max_in_flight: tasks submitted at once (default: twice the cluster's CPUs).
+        max_in_flight: tasks submitted at once (default: twice the cluster's CPUs, counted anew at
+            every turn of the loop).
         cell_fn: the cell function (tests substitute one; it must be importable by the workers and
             take run_cell's ``checkpoint`` and ``on_checkpoint`` arguments).
         progress: show a tqdm bar on stderr.
@@ -213,8 +222,11 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
     order = sorted(range(len(cells)), key=lambda i: -costs[i])
     queue = [cells[i] for i in order]
     cost_of = {cells[i]: costs[i] for i in range(len(cells))}
-    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    limit = max_in_flight or 2 * cpus
+    def cluster_cpus() -> int:  # an autoscaling cluster grows (and shrinks) while the grid runs
+        return max(1, int(ray.cluster_resources().get("CPU", 0)))
+
+    cpus = cluster_cpus()
+    attempts: dict[CellSpec, int] = {}
     info = provenance()
     keeper = None
     if checkpoints:  # on this node: it lives as long as the driver, whatever happens to workers
@@ -231,6 +243,13 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
             for spec, data in ray.get(keeper.take.remote()).items():
                 write_checkpoint(out, spec, data)
     in_flight: dict[ray.ObjectRef, CellSpec] = {}
+
+    def submit(spec: CellSpec) -> None:
+        """One task for ``spec``, with the latest checkpoint the keeper holds (the driver may block
+        on Ray; a task must not)."""
+        checkpoint = ray.get(keeper.load.remote(spec)) if keeper is not None else None
+        in_flight[_remote_cell.remote(spec, cell_fn, checkpoint, keeper)] = spec
+
     remaining_cost = sum(costs)
     done_cost = 0.0
     interactive = sys.stderr.isatty()
@@ -254,9 +273,9 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
 
     try:
         while queue or in_flight:
-            while queue and len(in_flight) < limit:
-                spec = queue.pop(0)
-                in_flight[_remote_cell.remote(spec, cell_fn, keeper)] = spec
+            cpus = cluster_cpus()
+            while queue and len(in_flight) < (max_in_flight or 2 * cpus):
+                submit(queue.pop(0))
             refresh()
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
             flush()
@@ -264,9 +283,16 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                 spec = in_flight.pop(ref)
                 try:
                     reply = ray.get(ref)
-                except Exception as error:  # the worker died SYSTEM_RETRIES + 1 times: a failure too
-                    reply = {"ok": False, "message": f"{type(error).__name__}: {str(error).splitlines()[0]}",
-                             "traceback": str(error), "seconds": None}
+                except Exception as error:  # its worker or node died (the task catches the rest)
+                    message = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+                    attempts[spec] = attempts.get(spec, 0) + 1
+                    if attempts[spec] <= SYSTEM_RETRIES:  # again, from the latest checkpoint, first
+                        flush()
+                        bar.write(f"retrying {cell_label(spec)} (attempt {attempts[spec] + 1}): {message}",
+                                  file=sys.stderr)
+                        queue.insert(0, spec)
+                        continue
+                    reply = {"ok": False, "message": message, "traceback": str(error), "seconds": None}
                 outcome.cell_s += reply.get("seconds") or 0.0
                 if reply["ok"]:
                     write_cell(out, spec, reply["result"], info)

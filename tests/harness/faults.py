@@ -33,3 +33,21 @@ def slow_iterations(spec: CellSpec, checkpoint: bytes | None = None, on_checkpoi
 
     return run_cell(spec, checkpoint=checkpoint, on_checkpoint=save if on_checkpoint else None,
                     checkpoint_every_s=0.0)
+
+
+def busy_checkpointing_cell(spec: CellSpec, checkpoint: bytes | None = None,
+                            on_checkpoint=None) -> CellResult:
+    """``run_cell`` of a short cell, then 1.5 s of work that hands out a checkpoint every 10 ms,
+    recording in its metadata when it ran (``busy_from``, ``busy_to``, wall clock): for checking
+    that no more cells run at once than there are CPUs."""
+    import time
+
+    result = run_cell(spec)
+    start = time.time()
+    while time.time() - start < 1.5:
+        sum(i * i for i in range(20_000))
+        if on_checkpoint is not None:
+            on_checkpoint(b"x" * 1000, 1)
+            time.sleep(0.01)
+    result.metadata.update(busy_from=start, busy_to=time.time())
+    return result

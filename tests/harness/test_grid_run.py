@@ -1,5 +1,6 @@
 """Running grids on a local Ray in this process: determinism, resume, --force, failures, reading."""
 
+import io
 import json
 import math
 from pathlib import Path
@@ -7,12 +8,13 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from harness.cell import CellSpec, run_cell
 from harness.execute import run_cells
 from harness.run import main
 from harness.status import status_table
-from harness.store import ROW_SCHEMA, read_results
+from harness.store import ROW_SCHEMA, cell_path, read_metadata, read_results, write_checkpoint
 from tests.harness.faults import fail_vucb_unif, slow_iterations
 from tests.harness.layout import TIMINGS, expected_path
 
@@ -166,3 +168,26 @@ def test_progress_lines_keep_coming_in_a_log_while_no_cell_ends(
     lines = [line for line in capsys.readouterr().err.replace("\r", "\n").splitlines()
              if "running 1" in line]
     assert len(lines) >= 3, lines  # stderr is not a terminal here, as in `ray job logs`
+
+
+def test_never_more_cells_at_once_than_cpus_even_while_cells_checkpoint(tmp_path: Path) -> None:
+    # Ray lends a task's CPU to a queued task while the first blocks in ray.get or ray.wait; a cell
+    # that waited on its checkpoint keeper that way let more cells run than there are CPUs, which
+    # slows every cell and falsifies its timings
+    from tests.harness.faults import busy_checkpointing_cell
+
+    cells = [CellSpec.make("branin-1-1-discrete", "random", seed, iterations=1) for seed in range(8)]
+    buffer = io.BytesIO()  # a large checkpoint to resume from: fetching it takes a while
+    torch.save({"rows": [{"iteration": 0}], "padding": torch.zeros(5_000_000)}, buffer)
+    for spec in cells:
+        write_checkpoint(tmp_path, spec, buffer.getvalue())
+    outcome = run_cells(cells, tmp_path, cell_fn=busy_checkpointing_cell, progress=False)
+    assert len(outcome.done) == 8 and not outcome.failed
+    metas = [read_metadata(cell_path(tmp_path, c)) for c in cells]
+    spans = [(m["busy_from"], m["busy_to"]) for m in metas]
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    running, most = 0, 0
+    for _, step in events:
+        running += step
+        most = max(most, running)
+    assert most <= 2, f"{most} cells ran at once on 2 CPUs"
