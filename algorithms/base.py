@@ -18,6 +18,7 @@ Random streams, both derived from the run's seed root (itself derived from (prob
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -98,6 +99,17 @@ class Algorithm(ABC):
     @abstractmethod
     def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
         """The recommended x given the model and the ``n x (d_x + d_z)`` queries so far."""
+
+    def acquisition_function(self, model: SingleTaskGP, t: int) -> Callable[[Tensor], Tensor] | None:
+        """The function the inner search of iteration ``t`` maximizes, built once (its per-iteration
+        setup done) and then evaluated on batches: ``b x q`` candidates -> ``b`` values, where a
+        candidate is what the search moves (x for V-UCB and StableOpt, (x, w) for rho-KG^apx).
+
+        Optional: the complexity study times it to measure the cost of one evaluation apart from
+        the number of evaluations a search makes. None (the default) for a method without one
+        explicit function of the candidates (random search; LNSO, which trains networks instead).
+        """
+        return None
 
     def observed_x(self, train_X: Tensor) -> Tensor:
         """The distinct x among the queries, ``k x d_x``, in order of first appearance."""

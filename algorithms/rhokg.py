@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -542,6 +543,21 @@ class RhoKGApx(Algorithm):
         x, wz = final[i, :d_x], final[i, d_x:]
         info = {"acq_value": float(final_values[i]), "current_best_estimate": current_best}
         return Proposal(x.detach().clone(), wz.detach().clone(), info)
+
+    def acquisition_function(self, model: SingleTaskGP, t: int) -> Callable[[Tensor], Tensor]:
+        """rho-KG^apx of iteration ``t`` at ``b x (d_x + d_z)`` candidates (x, w) -> ``b``, each with
+        the full search over S (no two-time-scale reuse): the estimator and its past-x factors are
+        built here once, as :meth:`propose` builds them once per iteration."""
+        w = self._w_set(t)
+        eps_now, xi, eps, _ = self._base_samples(t, w.points.shape[0])
+        est = FastRhoKG(model, w, self.problem.alpha, self.observed_x(model.train_inputs[0]),
+                        eps_now, eps)
+        acq = RhoKGAcquisition(model, est, xi, eps, float(est.now_past.max()), 1)
+
+        def value(X: Tensor) -> Tensor:
+            return acq(X.unsqueeze(-2))
+
+        return value
 
     def _bounds(self) -> tuple[Tensor, Tensor]:
         lower = torch.zeros(self.d, dtype=torch.float64)

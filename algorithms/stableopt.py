@@ -8,6 +8,7 @@ Recommendation: argmax over observed x of min_z mu_{t-1}(x, z).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from botorch.models import SingleTaskGP
@@ -41,12 +42,7 @@ class StableOpt(Algorithm):
         beta = self.beta(t)
         points = self.z.points
         marginals = PosteriorMarginals(model)
-        width = math.sqrt(beta)
-
-        def min_upper(X: Tensor) -> Tensor:
-            mean, std = marginals.grid(X, points)
-            return (mean + width * std).min(dim=-1).values
-
+        min_upper = self._min_upper(marginals, beta)
         x_t, _ = maximize_x(model, min_upper, self.problem.d_x, self.search_seed(t),
                             self.n_raw, self.n_restarts, self.maxiter)
         with torch.no_grad():
@@ -58,6 +54,20 @@ class StableOpt(Algorithm):
         index = int(minimizers[pick])
         info = {"beta": beta, "var_upper": float(u[0].min()), "var_lower": float(l[0, index])}
         return Proposal(x_t, points[index].clone(), info)
+
+    def _min_upper(self, marginals: PosteriorMarginals, beta: float) -> Callable[[Tensor], Tensor]:
+        """x -> min_z u_{t-1}(x, z) over the support, ``b x d_x`` -> ``b``."""
+        width = math.sqrt(beta)
+
+        def min_upper(X: Tensor) -> Tensor:
+            mean, std = marginals.grid(X, self.z.points)
+            return (mean + width * std).min(dim=-1).values
+
+        return min_upper
+
+    def acquisition_function(self, model: SingleTaskGP, t: int) -> Callable[[Tensor], Tensor]:
+        """min_z u_{t-1}(x, z), the function StableOpt's x-search maximizes."""
+        return self._min_upper(PosteriorMarginals(model), self.beta(t))
 
     def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
         xs = self.observed_x(train_X)

@@ -19,6 +19,7 @@ sample-average alternative.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 import torch
@@ -87,6 +88,19 @@ def lacing_values(l: Tensor, u: Tensor, masses: Tensor, alpha: float) -> tuple[T
     return mask, var_l, var_u
 
 
+def var_upper_function(marginals: PosteriorMarginals, points: Tensor, masses: Tensor, alpha: float,
+                       beta: float) -> Callable[[Tensor], Tensor]:
+    """x -> VaR_alpha(u_{t-1}(x, Z)) over a finite weighted set of z: ``b x d_x`` -> ``b``
+    (differentiable almost everywhere, through the selected order statistic)."""
+    width = math.sqrt(beta)
+
+    def var_upper(X: Tensor) -> Tensor:
+        mean, std = marginals.grid(X, points)
+        return weighted_var(mean + width * std, masses, alpha)
+
+    return var_upper
+
+
 def discrete_step(model: SingleTaskGP, points: Tensor, masses: Tensor, alpha: float, beta: float,
                   d_x: int, search_seed: int, n_raw: int, n_restarts: int, maxiter: int, t: int
                   ) -> tuple[Tensor, Tensor, float, float]:
@@ -107,12 +121,7 @@ def discrete_step(model: SingleTaskGP, points: Tensor, masses: Tensor, alpha: fl
         LacingValueError: no lacing value (impossible by Theorem 1; reported with the numbers).
     """
     marginals = PosteriorMarginals(model)
-    width = math.sqrt(beta)
-
-    def var_upper(X: Tensor) -> Tensor:
-        mean, std = marginals.grid(X, points)
-        return weighted_var(mean + width * std, masses, alpha)
-
+    var_upper = var_upper_function(marginals, points, masses, alpha, beta)
     x_t, _ = maximize_x(model, var_upper, d_x, search_seed, n_raw, n_restarts, maxiter)
     with torch.no_grad():
         l, _, u = marginals.grid_bounds(x_t.unsqueeze(0), points, beta)
@@ -226,6 +235,13 @@ class VUCB(Algorithm):
         index = pick_lacing_value(mask, preference, self.choice_generator(t))
         info = {"beta": beta, "lv_count": int(mask.sum()), "var_upper": var_u, "var_lower": var_l}
         return Proposal(x_t, points[index].clone(), info)
+
+    def acquisition_function(self, model: SingleTaskGP, t: int) -> Callable[[Tensor], Tensor] | None:
+        """VaR_alpha(u_{t-1}(x, Z)) over the discrete support (None for a continuous Z: LNSO)."""
+        if not isinstance(self.problem.z, DiscreteZ):
+            return None
+        return var_upper_function(PosteriorMarginals(model), self.z.points, self.z.masses,
+                                  self.problem.alpha, self.beta(t))
 
     def propose_continuous(self, model: SingleTaskGP, t: int) -> Proposal:
         """x_t by LNSO, z_t by the lacing-value search (see the module docstring)."""

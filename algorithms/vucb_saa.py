@@ -11,17 +11,21 @@ sampling error from steering every iteration the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, Recommendation
+from algorithms.gp import PosteriorMarginals
 from algorithms.vucb import (
     beta_schedule,
     check_search_options,
     discrete_step,
     pick_lacing_value,
     recommend_by_mean_var,
+    var_upper_function,
 )
 from problems import Problem, TruncatedNormalZ
 from problems.seeding import derive_seed
@@ -72,6 +76,13 @@ class VUCBProbSAA(Algorithm):
         index = pick_lacing_value(mask, self.z.density(points), self.choice_generator(t))
         info = {"beta": beta, "lv_count": int(mask.sum()), "var_upper": var_u, "var_lower": var_l}
         return Proposal(x_t, points[index].clone(), info)
+
+    def acquisition_function(self, model: SingleTaskGP, t: int) -> Callable[[Tensor], Tensor]:
+        """VaR_alpha(u_{t-1}(x, Z)) over the iteration's N draws."""
+        points = self.samples(t)
+        masses = torch.full((points.shape[0],), 1.0 / points.shape[0], dtype=torch.float64)
+        return var_upper_function(PosteriorMarginals(model), points, masses, self.problem.alpha,
+                                  self.beta(t))
 
     def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
         return recommend_by_mean_var(self.problem, model, self.observed_x(train_X))

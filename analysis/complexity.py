@@ -55,6 +55,10 @@ PAPER_FORMULAS: dict[str, Callable[[float, float], float]] = {
     "gp-fit": lambda d, z: d**3,
 }
 
+#: Appended to a method's label for its "evaluation" timings (one call of its acquisition function
+#: on a fixed batch; the proposal timings carry the bare label).
+EVALUATION_SUFFIX = ": one evaluation"
+
 #: Method labels of the continuous-Z V-UCB variants (their Z is |Dz| samples, see
 #: :mod:`harness.complexity`); the paper gives them no formula.
 LNSO_LABEL = "vucb-prob (continuous Z, LNSO)"
@@ -74,7 +78,7 @@ def formula_slope(method: str, varied: str, fixed: float, sizes: np.ndarray) -> 
     """The least-squares log-log slope of the paper's formula for ``method`` over ``sizes`` of the
     varied size (``"D"`` or ``"Dz"``) with the other held at ``fixed``: the exponent the formula
     predicts in the regime measured (NaN without a formula)."""
-    formula = PAPER_FORMULAS.get(method)
+    formula = PAPER_FORMULAS.get(method.removesuffix(EVALUATION_SUFFIX))
     s = np.unique(np.asarray(sizes, dtype=float))
     if formula is None or len(s) < 2:
         return math.nan
@@ -144,7 +148,7 @@ def slope_table(frame: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
         if group["size"].nunique() < 2 or len(group) < 3:  # nothing to fit (the study stopped)
             continue
         fitted = fit_slope(group["size"].to_numpy(), group["seconds"].to_numpy(), level)
-        paper, term = PAPER_EXPONENTS.get((method, varied), (math.nan, ""))
+        paper, term = PAPER_EXPONENTS.get((method.removesuffix(EVALUATION_SUFFIX), varied), (math.nan, ""))
         rows.append({"method": method, "varied": varied, "fixed": fixed,
                      "size_min": group["size"].min(), "size_max": group["size"].max(),
                      "slope": fitted.slope, "low": fitted.low, "high": fitted.high,
@@ -160,8 +164,9 @@ def slope_table(frame: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
 def timing_points(timings: pd.DataFrame, clock: str = "cpu_seconds") -> pd.DataFrame:
     """The timing cells' rows as points of :func:`slope_table`: every timed call twice, once as a
     point of its method's curve against |D| (``fixed`` = |Dz|) and once against |Dz| (``fixed`` =
-    |D|). Acquisition calls are labelled by :func:`method_label`; every fit is ``"gp-fit"`` (the
-    fit does not depend on the method).
+    |D|). Proposals are labelled by :func:`method_label`, evaluations of the acquisition function by
+    that label plus :data:`EVALUATION_SUFFIX`; every fit is ``"gp-fit"`` (the fit does not depend on
+    the method).
 
     Args:
         timings: :func:`harness.store.read_timings` output.
@@ -170,7 +175,8 @@ def timing_points(timings: pd.DataFrame, clock: str = "cpu_seconds") -> pd.DataF
     """
     if timings.empty:
         return pd.DataFrame(columns=["method", "varied", "size", "fixed", "seconds", "n_obs", "n_z"])
-    labels = [method_label(a, k) if w == "acquisition" else "gp-fit"
+    labels = [method_label(a, k) if w == "acquisition"
+              else method_label(a, k) + EVALUATION_SUFFIX if w == "evaluation" else "gp-fit"
               for a, k, w in zip(timings["algorithm"], timings["z_kind"], timings["what"], strict=True)]
     base = pd.DataFrame({"method": labels, "n_obs": timings["n_obs"].to_numpy(),
                          "n_z": timings["n_z"].to_numpy(), "seconds": timings[clock].to_numpy()})

@@ -209,20 +209,21 @@ def timing_figure(timing: pd.DataFrame, palette: dict[str, str], out: Path
     return "fig_timing", title, _save(fig, out, "fig_timing")
 
 
-def complexity_figure(points: pd.DataFrame, slopes: pd.DataFrame, out: Path
+def complexity_figure(points: pd.DataFrame, slopes: pd.DataFrame, out: Path, name: str, title: str
                       ) -> tuple[str, str, dict[str, Path]]:
     """The complexity study on log-log axes: per method (columns), time against |D| with one line
     per |Dz| (top row) and against |Dz| with one line per |D| (bottom row); median over repeats with
     the interquartile range; each line's fitted slope and its interval in the legend.
 
     Args:
-        points: :func:`analysis.complexity.timing_points` output.
+        points: :func:`analysis.complexity.timing_points` output (the methods to draw).
         slopes: :func:`analysis.complexity.slope_table` of those points.
+        name, title: file stem and figure title.
     """
     methods = sorted(points["method"].unique(), key=lambda m: (m == "gp-fit", m))
     fig, axes = plt.subplots(2, len(methods), figsize=(4.2 * len(methods), 7.6), squeeze=False)
     for col, method in enumerate(methods):
-        for row, (varied, name, other) in enumerate((("D", "|D|", "|Dz|"), ("Dz", "|Dz|", "|D|"))):
+        for row, (varied, axis_name, other) in enumerate((("D", "|D|", "|Dz|"), ("Dz", "|Dz|", "|D|"))):
             ax = axes[row, col]
             mine = points.loc[(points["method"] == method) & (points["varied"] == varied)]
             fixed_values = sorted(mine["fixed"].unique())
@@ -241,13 +242,12 @@ def complexity_figure(points: pd.DataFrame, slopes: pd.DataFrame, out: Path
                             capsize=2, color=shades[k], label=label)
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_xlabel(name)
+            ax.set_xlabel(axis_name)
             if col == 0:
                 ax.set_ylabel("CPU seconds")
-            ax.set_title(f"{method}: against {name}", fontsize=9)
+            ax.set_title(f"{method}: against {axis_name}", fontsize=9)
             ax.grid(True, alpha=0.3, which="both")
             if fixed_values:
                 ax.legend(fontsize=6, title="slope [95% CI]", title_fontsize=6)
-    title = "Complexity: one proposal (and one GP fit) against |D| and |Dz| (log-log, median and IQR)"
     fig.suptitle(title, fontsize=11)
-    return "fig_complexity", title, _save(fig, out, "fig_complexity")
+    return name, title, _save(fig, out, name)

@@ -12,8 +12,17 @@ controlled state (:data:`STATE_OPTIONS`) next to the algorithm's own options:
 * ``repeats``: timed calls of each kind, after one untimed warm-up call.
 
 ``run_timing_cell(spec)`` is pure like :func:`harness.cell.run_cell` (no Ray, no I/O) and returns
-one row per timed call: ``what`` = ``"fit"`` (maximum likelihood from scratch, as at a refit) or
-``"acquisition"`` (one ``propose``), with wall seconds and process CPU seconds, on one torch thread.
+one row per timed call, with wall seconds and process CPU seconds, on one torch thread:
+
+* ``what = "fit"``: a maximum-likelihood fit from scratch, as at a refit;
+* ``what = "acquisition"``: one ``propose``, what an iteration costs; its search makes a number of
+  evaluations that depends on the state (L-BFGS-B stops when it converges), so these curves are
+  not clean power laws;
+* ``what = "evaluation"``: one evaluation of the method's acquisition function
+  (:meth:`algorithms.Algorithm.acquisition_function`) on a fixed batch of
+  :data:`EVALUATION_BATCH` candidates, after its per-iteration setup: the fixed work the paper's
+  formulas count once per evaluated candidate. Methods without such a function (LNSO) have none.
+
 The queries do not matter here and are not stored; the timings are the result.
 """
 
@@ -34,6 +43,11 @@ from problems.seeding import derive_seed, generator
 #: Options of a timing cell that set the state rather than the algorithm.
 STATE_OPTIONS = ("n_obs", "n_z", "repeats")
 DEFAULT_REPEATS = 5
+#: Candidates per timed evaluation of an acquisition function: the V-UCB family's raw-sample
+#: batches are hundreds of x; rho-KG^apx evaluates its candidates in chunks of 16 (a candidate's
+#: fantasy samples over S are |S| K M |Dz| numbers), here 4 to bound memory at |Dz| = 1024.
+EVALUATION_BATCH = {"rhokg-apx": 4}
+DEFAULT_EVALUATION_BATCH = 256
 #: For a continuous Z: the algorithm options that |Dz| sets (samples of Z per estimate).
 Z_SIZE_OPTIONS: dict[str, tuple[str, ...]] = {
     "vucb-prob": ("n_z", "var_batch"),  # LNSO's Z draws per training step; pinball batches
@@ -145,6 +159,25 @@ def _run(spec: CellSpec) -> CellResult:
         w1, c1 = _clock()
         if repeat:
             record("acquisition", repeat, w1 - w0, c1 - c0)
+    function = algorithm.acquisition_function(model, t)
+    if function is not None:
+        batch = EVALUATION_BATCH.get(spec.algorithm, DEFAULT_EVALUATION_BATCH)
+        q = problem.d_x + problem.d_z if spec.algorithm == "rhokg-apx" else problem.d_x
+        sobol = torch.quasirandom.SobolEngine(q, scramble=True, seed=derive_seed(fit_seed, "eval") % 2**31)
+        X = sobol.draw(batch, dtype=torch.float64)
+        if q > problem.d_x and problem.z.is_discrete:  # rho-KG^apx's w: support points
+            X[:, problem.d_x:] = problem.z.points[(X[:, -1] * problem.z.size).long().clamp(
+                max=problem.z.size - 1)]
+        elif q > problem.d_x:  # in the support box
+            low, high = problem.z.bounds
+            X[:, problem.d_x:] = low + (high - low) * X[:, problem.d_x:]
+        with torch.no_grad():
+            for repeat in range(repeats + 1):
+                w0, c0 = _clock()
+                function(X)
+                w1, c1 = _clock()
+                if repeat:
+                    record("evaluation", repeat, w1 - w0, c1 - c0)
     for row in rows:
         row.update(problem=spec.problem, algorithm=spec.algorithm, seed=spec.seed, n_obs=n_obs,
                    n_z=n_z, z_kind="discrete" if problem.z.is_discrete else "continuous",

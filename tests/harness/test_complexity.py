@@ -90,9 +90,8 @@ def test_a_timing_cell_times_fits_and_proposals_on_one_thread() -> None:
     result = run_cell(timing("branin-1-1-discrete", "vucb-prob", 12, 16, repeats=3))
     assert torch.get_num_threads() == threads  # restored
     rows = result.rows
-    assert [(r["what"], r["repeat"]) for r in rows] == [("fit", 1), ("fit", 2), ("fit", 3),
-                                                         ("acquisition", 1), ("acquisition", 2),
-                                                         ("acquisition", 3)]
+    assert [(r["what"], r["repeat"]) for r in rows] == [
+        (what, repeat) for what in ("fit", "acquisition", "evaluation") for repeat in (1, 2, 3)]
     assert all(r["threads"] == 1 and r["n_obs"] == 12 and r["n_z"] == 16 and r["z_kind"] == "discrete"
                for r in rows)
     assert all(r["seconds"] > 0 and r["cpu_seconds"] > 0 for r in rows)
@@ -106,7 +105,7 @@ def test_timing_files_are_kept_apart_from_bo_results(tmp_path: Path) -> None:
     assert check_cell_file(path) is None
     assert read_results(tmp_path).empty
     frame = read_timings(tmp_path)
-    assert len(frame) == 4 and set(frame["what"]) == {"fit", "acquisition"}
+    assert len(frame) == 6 and set(frame["what"]) == {"fit", "acquisition", "evaluation"}
     assert set(frame["options"]) == {"{}"}  # the state is not an algorithm option
     # a file with timing columns whose spec says it is a BO cell is refused
     table = pq.read_table(path)
@@ -152,15 +151,24 @@ def test_reduced_complexity_grid_through_the_command_line_and_the_report(tmp_pat
     assert sorted(frame.groupby(["algorithm", "n_obs", "n_z"]).size().index) == sorted(
         (a, d, z) for a in ("stableopt", "vucb-prob") for d in (10, 20) for z in (16, 64))
     assert (frame.groupby(["algorithm", "n_obs", "n_z", "what"]).size() == 5).all()
+    assert set(frame["what"]) == {"fit", "acquisition", "evaluation"}
     made = subprocess.run([sys.executable, "-m", "analysis.report", str(out), "--out", str(report)],
                           capture_output=True, text=True, timeout=300)
     assert made.returncode == 0, made.stderr[-2000:]
     assert (report / "fig_complexity.png").stat().st_size > 0
+    assert (report / "fig_complexity_evaluation.png").stat().st_size > 0
     import pandas as pd
 
     slopes = pd.read_csv(report / "complexity_slopes.csv")
     # per method: against |D| at each |Dz| and against |Dz| at each |D|: 4 lines, gp-fit too
-    assert set(slopes["method"]) == {"vucb-prob", "stableopt", "gp-fit"}
+    assert set(slopes["method"]) == {"vucb-prob", "stableopt", "gp-fit", "vucb-prob: one evaluation",
+                                     "stableopt: one evaluation"}
     assert (slopes.groupby("method").size() == 4).all()
     assert slopes["slope"].map(math.isfinite).all()
     assert "Computational complexity" in (report / "report.md").read_text()
+
+
+def test_lnso_has_no_acquisition_function_to_time() -> None:
+    rows = run_cell(timing("branin-1-1-continuous", "vucb-prob", 10, 16, repeats=1,
+                           train_steps=5, retrain_steps=2, x_steps=3, var_steps=5, lv_steps=5)).rows
+    assert {r["what"] for r in rows} == {"fit", "acquisition"}
