@@ -17,6 +17,7 @@ from problems.base import Optimum, Problem
 from problems.distributions import DiscreteZ, TruncatedNormalZ, gaussian_grid
 from problems.optima import load_table, search_problem
 from problems.portfolio import portfolio_problem
+from problems.robot_push import robot_push_problem
 from problems.synthetic import branin, goldstein_price, hartmann3
 
 NOISE_STD = 0.1  # noise variance 0.01 on every problem (reference.md section 2)
@@ -93,6 +94,7 @@ PROBLEMS.update({f"{prefix}-continuous": functools.partial(_synthetic_continuous
                  for prefix in _SYNTHETIC})
 # The simulated problems (reference.md section 4) live in their own modules.
 PROBLEMS["portfolio-3-2"] = portfolio_problem
+PROBLEMS["robot-push-3-2"] = robot_push_problem
 
 
 def _optimum_from_entry(entry: dict) -> Optimum:
