@@ -21,7 +21,7 @@ import statistics
 import torch
 
 from harness.cell import CellSpec, run_cell
-from problems import build_problem
+from problems import PROBLEMS, build_problem
 
 
 def median_seconds(problem: str, algorithm: str, n_obs: int, repeats: int) -> tuple[float, float]:
@@ -35,10 +35,14 @@ def median_seconds(problem: str, algorithm: str, n_obs: int, repeats: int) -> tu
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--problems", nargs="+", default=["branin-1-1-discrete", "hartmann-1-2-discrete"])
+    discrete = [name for name in PROBLEMS if build_problem(name, with_optimum=False).z.is_discrete]
+    parser.add_argument("--problems", nargs="+", default=["branin-1-1-discrete", "hartmann-1-2-discrete"],
+                        choices=discrete, metavar="PROBLEM", help="problems with a discrete Z")
     parser.add_argument("--n-obs", type=int, default=40, help="|D|, observations of the GP (default 40)")
     parser.add_argument("--repeats", type=int, default=3, help="timed proposals per method (default 3)")
     args = parser.parse_args()
+    if args.n_obs < 1 or args.repeats < 1:
+        parser.error("--n-obs and --repeats must be positive")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} cores, "
           f"load average {load:.1f}; torch {torch.__version__}, 1 thread; |D| = {args.n_obs}, "
