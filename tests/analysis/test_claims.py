@@ -21,8 +21,10 @@ from analysis.data import final_rows, with_log_regret
 
 
 def _cells(problem: str, algorithm: str, final_log10: np.ndarray, target: str = "var", alpha: float = 0.1,
-           t_acq: float = 0.1, queries: np.ndarray | None = None) -> pd.DataFrame:
-    """Cells of one series with 3 iterations; seed s ends at 10 ** final_log10[s]."""
+           t_acq: float = 0.1, queries: np.ndarray | None = None,
+           lv_count: np.ndarray | None = None) -> pd.DataFrame:
+    """Cells of one series with 3 iterations; seed s ends at 10 ** final_log10[s]; ``queries``
+    (seed x iteration x (x, z)) and ``lv_count`` (seed x iteration) default to fixed values."""
     rows = []
     for seed, final in enumerate(final_log10):
         for it in range(4):
@@ -31,7 +33,8 @@ def _cells(problem: str, algorithm: str, final_log10: np.ndarray, target: str = 
                          "options": "{}", "iterations": 3, "seed": seed, "iteration": it,
                          "regret": 10.0 ** (final if it == 3 else 0.0), "optimum": 1.0,
                          "x": q[:1] if it else np.array([]), "z": q[1:] if it else np.array([]),
-                         "t_acq_s": t_acq * (1 + 0.01 * seed) if it else np.nan})
+                         "t_acq_s": t_acq * (1 + 0.01 * seed) if it else np.nan,
+                         "lv_count": (lv_count[seed, it] if lv_count is not None else 1) if it else np.nan})
     return pd.DataFrame(rows)
 
 
@@ -109,6 +112,27 @@ def test_c7_compares_queries_cell_by_cell() -> None:
     row = _row(table, "C7", "branin-1-1-discrete", "vucb-prob vs stableopt")
     assert row["verdict"] == NOT_REPRODUCED and "seed2: t=3" in row["note"]
     assert row["effect_value"] == pytest.approx(1 - 1 / 18)
+
+
+@pytest.mark.parametrize(("moved", "tied", "verdict"), [
+    ((2, 3, 1), 100, REPRODUCED),       # a different z where every z was a minimizer: tie-breaking
+    ((2, 3, 1), 1, NOT_REPRODUCED),     # a different z where the minimizer was unique
+    ((2, 3, 0), 100, NOT_REPRODUCED),   # a different x is never a tie of z
+])
+def test_c7_counts_a_choice_among_tied_z_as_consistent(moved: tuple[int, int, int], tied: int,
+                                                        verdict: str) -> None:
+    queries = RNG.random((6, 4, 2))
+    stable = _cells("goldstein-1-1-discrete", "stableopt", BASE[:6], "worst_case", 0.005, queries=queries)
+    other = queries.copy()
+    other[moved] += 1e-3
+    lv_count = np.ones((6, 4), dtype=int)
+    lv_count[2, 3] = tied
+    prob = _cells("goldstein-1-1-discrete", "vucb-prob", BASE[:6], "worst_case", 0.005, queries=other,
+                  lv_count=lv_count)
+    row = _row(_table(stable, prob), "C7", "goldstein-1-1-discrete", "vucb-prob vs stableopt")
+    assert row["verdict"] == verdict and "seed2: t=3" in row["note"]
+    assert ("(a tie of 100 z)" in row["note"]) == (verdict == REPRODUCED)
+    assert row["effect"].startswith("5/6 cells identical")
 
 
 def test_c8_per_iteration_cost() -> None:
