@@ -197,6 +197,48 @@ def _format_eta(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
+class Eta:
+    """The remaining wall time of a grid.
+
+    The cost model (``costs``, estimated seconds per cell) is calibrated by the cells that finished
+    (their measured seconds over their estimates); each unfinished cell then has its calibrated cost
+    left, less the time it has been running; the total is shared by the CPUs that still have work,
+    and never shorter than the longest cell left. Unlike elapsed / done x remaining it does not grow
+    while a long cell runs and none finishes.
+    """
+
+    def __init__(self, costs: dict[CellSpec, float]) -> None:
+        self.left = dict(costs)  # unfinished cells and their estimated seconds
+        self.started: dict[CellSpec, float] = {}
+        self.measured = 0.0  # seconds of the finished cells
+        self.estimated = 0.0  # their estimates
+
+    def running(self, specs: list[CellSpec], now: float) -> None:
+        """``specs`` are running at ``now`` (the clock of each starts the first time it is seen)."""
+        for spec in specs:
+            self.started.setdefault(spec, now)
+
+    def requeued(self, spec: CellSpec) -> None:
+        """``spec`` will run again (its worker died): its clock stops."""
+        self.started.pop(spec, None)
+
+    def finished(self, spec: CellSpec, seconds: float | None) -> None:
+        cost = self.left.pop(spec)
+        self.started.pop(spec, None)
+        if seconds is not None and cost > 0:
+            self.measured += seconds
+            self.estimated += cost
+
+    def seconds(self, now: float, cpus: int) -> float:
+        """Estimated wall seconds until every cell has finished, on ``cpus`` CPUs."""
+        if not self.left:
+            return 0.0
+        scale = self.measured / self.estimated if self.estimated > 0 else 1.0
+        rest = [max(0.0, scale * cost - (now - self.started[s] if s in self.started else 0.0))
+                for s, cost in self.left.items()]
+        return max(sum(rest) / min(max(1, cpus), len(rest)), max(rest))
+
+
 def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None,
               max_in_flight: int | None = None, cell_fn: Callable[..., CellResult] = run_cell,
               progress: bool = True, checkpoints: bool = True) -> Outcome:
@@ -250,8 +292,7 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
         checkpoint = ray.get(keeper.load.remote(spec)) if keeper is not None else None
         in_flight[_remote_cell.remote(spec, cell_fn, checkpoint, keeper)] = spec
 
-    remaining_cost = sum(costs)
-    done_cost = 0.0
+    eta = Eta(cost_of)
     interactive = sys.stderr.isatty()
     bar = tqdm(total=len(cells), unit="cell", disable=not progress or not cells, file=sys.stderr,
                dynamic_ncols=True, mininterval=0.5 if interactive else 15.0,
@@ -260,11 +301,12 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
     last_line = [time.perf_counter()]
 
     def refresh() -> None:
-        elapsed = time.perf_counter() - start
-        eta = elapsed / done_cost * remaining_cost if done_cost > 0 else float("nan")
+        now = time.perf_counter()
         running = min(len(in_flight), cpus)  # the rest of the in-flight tasks wait in Ray's queue
+        eta.running(list(in_flight.values())[:running], now)  # Ray starts them in submission order
         bar.set_postfix_str(f"running {running}, failed {len(outcome.failed)}, "
-                            f"remaining {len(queue) + len(in_flight) - running}, ETA {_format_eta(eta)}",
+                            f"remaining {len(queue) + len(in_flight) - running}, "
+                            f"ETA {_format_eta(eta.seconds(now, cpus))}",
                             refresh=interactive)
         # not on a terminal (a log, `ray job logs`): a line every LOG_EVERY_S even while no cell ends
         if not interactive and time.perf_counter() - last_line[0] >= LOG_EVERY_S:
@@ -291,6 +333,7 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                         bar.write(f"retrying {cell_label(spec)} (attempt {attempts[spec] + 1}): {message}",
                                   file=sys.stderr)
                         queue.insert(0, spec)
+                        eta.requeued(spec)
                         continue
                     reply = {"ok": False, "message": message, "traceback": str(error), "seconds": None}
                 outcome.cell_s += reply.get("seconds") or 0.0
@@ -309,8 +352,7 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                                   | {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
                     outcome.failed.append(spec)
                     bar.write(f"failed: {cell_label(spec)}: {reply['message']}", file=sys.stderr)
-                remaining_cost -= cost_of[spec]
-                done_cost += cost_of[spec]
+                eta.finished(spec, reply.get("seconds"))
                 bar.update(1)
         refresh()
     except KeyboardInterrupt:
