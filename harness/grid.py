@@ -350,6 +350,8 @@ _PER_ITERATION_S = {"random": 0.05, "vucb-unif": 0.1, "vucb-prob": 0.1, "stableo
                     "vucb-prob-saa": 0.2, "rhokg-apx": 10.0}
 #: V-UCB on a continuous Z (LNSO, pinball estimates, lacing-value search): 2.6-3.2 s an iteration.
 _PER_ITERATION_S_LNSO = 2.8
+#: rho-KG^apx on a continuous Z sees 10 samples of W an iteration, not 100: 1.0-2.1 s.
+_PER_ITERATION_S_RHOKG_CONTINUOUS = 1.5
 #: The same with the smoke grid's options (measured: rho-KG^apx about 0.7 s an iteration).
 _PER_ITERATION_S_SMOKE = {"rhokg-apx": 0.7, "vucb-prob": 0.5, "vucb-unif": 0.5}
 #: The simulated problems cost more an iteration (3-D x, every regret needs the objective at all of
@@ -375,6 +377,8 @@ def estimate_seconds(spec: CellSpec, measured: dict[tuple[str, str], float] | No
     continuous = "continuous" in spec.problem
     if continuous and spec.algorithm in ("vucb-prob", "vucb-unif"):
         per = _PER_ITERATION_S_LNSO
+    if continuous and spec.algorithm == "rhokg-apx":
+        per = _PER_ITERATION_S_RHOKG_CONTINUOUS
     if spec.options and dict(spec.options) == smoke_options(spec.algorithm, continuous):
         per = _PER_ITERATION_S_SMOKE.get(spec.algorithm, per)
     return _FIXED_S + per * _PROBLEM_FACTOR.get(spec.problem, 1.0) * iterations
