@@ -352,7 +352,10 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                                   | {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
                     outcome.failed.append(spec)
                     bar.write(f"failed: {cell_label(spec)}: {reply['message']}", file=sys.stderr)
-                eta.finished(spec, reply.get("seconds"))
+                # only whole successful runs calibrate the cost model (a failure or a resumed cell
+                # ran part of its work)
+                whole = reply["ok"] and reply.get("resumed_at") is None
+                eta.finished(spec, reply.get("seconds") if whole else None)
                 bar.update(1)
         refresh()
     except KeyboardInterrupt:
