@@ -142,6 +142,15 @@ def test_c8_per_iteration_cost() -> None:
     assert row["verdict"] == REPRODUCED and row["effect_value"] == pytest.approx(200.0)
 
 
+def test_c8_compares_only_the_vucb_variants_run_on_a_problem() -> None:
+    prob = _cells("branin-1-1-continuous", "vucb-prob", BASE, t_acq=2.5)
+    kg = _cells("branin-1-1-continuous", "rhokg-apx", BASE, t_acq=1.0)
+    table = _table(prob, kg)
+    c8 = table.loc[table["claim"] == "C8"]
+    assert c8["comparison"].tolist() == ["vucb-prob vs rhokg-apx"]  # no "not run" row for Unif
+    assert c8["verdict"].iloc[0] == NOT_REPRODUCED and c8["effect_value"].iloc[0] == pytest.approx(0.4)
+
+
 def _brute_force_p(d: np.ndarray, alternative: str) -> float:
     """Enumerate every sign assignment of the nonzero |d| (midranks): the exact null of W+."""
     d = d[d != 0]
