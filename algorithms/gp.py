@@ -1,46 +1,130 @@
-"""The one GP model of the project, its maximum-likelihood fit and its confidence bounds.
+"""The GP model of the project: profiles, their fit and the confidence bounds.
 
-Every algorithm gets its model from here, so methods differ only in how they use it:
+Every algorithm gets its model from here, so methods differ only in how they use it. Which model is
+a setting of the cell (``CellSpec.gp``, ``--gp NAME``), one of :data:`GP_PROFILES`:
 
-* BoTorch ``SingleTaskGP`` on [0, 1]-scaled concat([x, z]);
-* ``ScaleKernel(RBFKernel(ARD))``: the paper's squared-exponential kernel with a signal variance;
-* a constant mean (BoTorch's default, as in the authors' code and BoRisk), on outcomes standardized
-  by ``Standardize``;
-* Gaussian likelihood with noise variance >= 1e-4 (on the standardized scale);
-* no hyperparameter priors: the fit is plain maximum likelihood, as in the paper. Box constraints
-  (:data:`LENGTHSCALE_BOUNDS`, :data:`OUTPUTSCALE_BOUNDS`) keep it away from the degenerate optima a
-  likelihood has with three points. The lower lengthscale bound, 0.05 on the unit cube, also keeps
-  the kernel from underflowing to exact zeros between points of the cube (that needs a scaled
-  distance above 38), which would make the bounds of far-apart z exactly equal and their ties
-  arbitrary.
+* ``paper`` (the default): the paper's model. BoTorch ``SingleTaskGP`` on [0, 1]-scaled
+  concat([x, z]); ``ScaleKernel(RBFKernel(ARD))``, the paper's squared-exponential kernel with a
+  signal variance; a constant mean (BoTorch's default, as in the authors' code and BoRisk), on
+  outcomes standardized by ``Standardize``; Gaussian likelihood with noise variance >= 1e-4 (on the
+  standardized scale); no hyperparameter priors: the fit is plain maximum likelihood, as in the
+  paper, every 3 iterations. Box constraints (:data:`LENGTHSCALE_BOUNDS`, :data:`OUTPUTSCALE_BOUNDS`)
+  keep it away from the degenerate optima a likelihood has with three points. The lower lengthscale
+  bound, 0.05 on the unit cube, also keeps the kernel from underflowing to exact zeros between points
+  of the cube (that needs a scaled distance above 38), which would make the bounds of far-apart z
+  exactly equal and their ties arbitrary.
+* ``borisk``: BoRisk's model (``BoRisk/experiment.py``, ``fit_gp``, on BoTorch 0.3's ``SingleTaskGP``
+  defaults): ``ScaleKernel(MaternKernel(nu=2.5, ARD))`` with Gamma priors on the lengthscales
+  (concentration 3, rate 6), the outputscale (2, 0.15) and the noise (1.1, 0.5), noise >= 1e-4,
+  standardized outcomes, a fresh model fit by maximum a posteriori at every iteration from GPyTorch's
+  initial values (lengthscales and outputscale softplus(0) = ln 2, noise at its prior's mode 0.2).
+* ``authors``: the model of the authors' V-UCB code (``qphong/BayesOpt-LV``, ``functions.py``,
+  ``fit_gp``, GPflow 1): Matern-5/2 ARD, a trainable constant mean, no output standardization, a
+  Gamma prior of shape 1.1 and *scale* 0.5 (rate 2) on the noise variance, which is kept in
+  [1e-4, 4]; no prior on the kernel; a fresh model every 3 iterations from GPflow's initial values
+  (lengthscales 1, signal variance 1, mean 0, noise at its prior's mode 0.05). Their code copied
+  BoRisk's noise prior but read GPyTorch's rate as GPflow's scale, so the two priors differ (modes
+  0.2 and 0.05); each profile keeps its source's.
+
+A profile fixes the kernel, priors, constraints, initial values, whether outcomes are
+standardized, how often the hyperparameters are refit (``fit_every``) and whether a fit also starts
+from the previous hyperparameters (``warm_start``). The posterior code here handles every profile;
+the squared-exponential kernel gets a faster path (:meth:`PosteriorMarginals.grid`).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.transforms.outcome import Standardize
 from gpytorch.constraints import GreaterThan, Interval
-from gpytorch.kernels import RBFKernel, ScaleKernel
+from gpytorch.kernels import MaternKernel, RBFKernel, ScaleKernel
 from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from gpytorch.priors import GammaPrior
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 MIN_NOISE = 1e-4
 LENGTHSCALE_BOUNDS = (5e-2, 1e1)
 OUTPUTSCALE_BOUNDS = (1e-2, 1e2)
-#: Hyperparameters a fit starts from (also the reset on a failed fit).
+#: Hyperparameters a fit of the ``paper`` profile starts from (also the reset on a failed fit).
 INITIAL_HYPERS = {"lengthscale": 0.3, "outputscale": 1.0, "noise": 1e-2}
 
 
-def make_gp(train_X: Tensor, train_Y: Tensor) -> SingleTaskGP:
-    """A fresh model on ``n x d`` float64 inputs and ``n x 1`` outcomes, at :data:`INITIAL_HYPERS`.
+@dataclass(frozen=True)
+class GPProfile:
+    """One kind of GP model and how it is fit (see the module docstring for the three profiles).
+
+    Attributes:
+        name: the profile's name (``CellSpec.gp``).
+        kernel: ``"rbf"`` (squared exponential) or ``"matern52"``, ARD, inside a ``ScaleKernel``.
+        standardize: standardize the outcomes (BoTorch ``Standardize``) or model them as they are.
+        fit_every: refit the hyperparameters at iterations 0, k, 2k, ...; in between the model is
+            rebuilt on the new data with the hyperparameters kept.
+        warm_start: a refit also starts from the previous hyperparameters (the higher likelihood
+            wins); otherwise every fit starts afresh from ``initial``, as a new model would.
+        lengthscale_bounds, outputscale_bounds: box constraints, or None for positivity only.
+        noise_bounds: (lower, upper or None) on the noise variance.
+        lengthscale_prior, outputscale_prior, noise_prior: Gamma (concentration, rate), or None.
+        initial: initial hyperparameters (``lengthscale``, ``outputscale``, ``noise``, ``mean``);
+            a missing key keeps GPyTorch's initial value.
+        source: where the profile's facts come from, for the docs.
+    """
+
+    name: str
+    kernel: str
+    standardize: bool
+    fit_every: int
+    warm_start: bool
+    lengthscale_bounds: tuple[float, float] | None = None
+    outputscale_bounds: tuple[float, float] | None = None
+    noise_bounds: tuple[float, float | None] = (MIN_NOISE, None)
+    lengthscale_prior: tuple[float, float] | None = None
+    outputscale_prior: tuple[float, float] | None = None
+    noise_prior: tuple[float, float] | None = None
+    initial: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+
+
+PAPER = GPProfile(
+    "paper", kernel="rbf", standardize=True, fit_every=3, warm_start=True,
+    lengthscale_bounds=LENGTHSCALE_BOUNDS, outputscale_bounds=OUTPUTSCALE_BOUNDS,
+    initial=INITIAL_HYPERS,
+    source="the paper, Section 5: squared-exponential kernel, maximum likelihood")
+BORISK = GPProfile(
+    "borisk", kernel="matern52", standardize=True, fit_every=1, warm_start=False,
+    lengthscale_prior=(3.0, 6.0), outputscale_prior=(2.0, 0.15), noise_prior=(1.1, 0.5),
+    # GPyTorch's initial raw value 0 is softplus(0) = ln 2; BoRisk starts the noise at its prior's mode
+    initial={"lengthscale": math.log(2.0), "outputscale": math.log(2.0), "noise": 0.2},
+    source="saitcakmak/BoRisk, BoRisk/experiment.py fit_gp, on BoTorch 0.3's SingleTaskGP defaults")
+AUTHORS = GPProfile(
+    "authors", kernel="matern52", standardize=False, fit_every=3, warm_start=False,
+    noise_bounds=(MIN_NOISE, 4.0), noise_prior=(1.1, 2.0),
+    initial={"lengthscale": 1.0, "outputscale": 1.0, "noise": 0.05, "mean": 0.0},
+    source="qphong/BayesOpt-LV, functions.py fit_gp (GPflow 1 GPR), run_var_UCB_discrete.py")
+#: The GP profiles by name; ``paper`` is the default of every cell.
+GP_PROFILES: dict[str, GPProfile] = {p.name: p for p in (PAPER, BORISK, AUTHORS)}
+DEFAULT_GP = "paper"
+
+
+def gp_profile(name: str | GPProfile) -> GPProfile:
+    """The profile called ``name`` (a profile is returned as it is); ``ValueError`` if unknown."""
+    if isinstance(name, GPProfile):
+        return name
+    if name not in GP_PROFILES:
+        raise ValueError(f"unknown GP profile {name!r}; valid: {', '.join(GP_PROFILES)}")
+    return GP_PROFILES[name]
+
+
+def make_gp(train_X: Tensor, train_Y: Tensor, profile: str | GPProfile = PAPER) -> SingleTaskGP:
+    """A fresh model of ``profile`` on ``n x d`` float64 inputs and ``n x 1`` outcomes, at the
+    profile's initial hyperparameters.
 
     Built with float64 as torch's default dtype: GPyTorch creates constraint bounds and parameters
     at the default dtype, and a later ``.to(float64)`` keeps their float32 rounding, so the fit (and
@@ -51,34 +135,60 @@ def make_gp(train_X: Tensor, train_Y: Tensor) -> SingleTaskGP:
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
-        return _make_gp(train_X, train_Y)
+        return _make_gp(train_X, train_Y, gp_profile(profile))
     finally:
         torch.set_default_dtype(previous)
 
 
-def _make_gp(train_X: Tensor, train_Y: Tensor) -> SingleTaskGP:
+def _interval(bounds: tuple[float, float | None] | None) -> GreaterThan | Interval | None:
+    if bounds is None:
+        return None
+    lower, upper = bounds
+    return GreaterThan(lower) if upper is None else Interval(lower, upper)
+
+
+def _gamma(parameters: tuple[float, float] | None) -> GammaPrior | None:
+    return None if parameters is None else GammaPrior(*parameters)
+
+
+def _make_gp(train_X: Tensor, train_Y: Tensor, profile: GPProfile) -> SingleTaskGP:
     d = train_X.shape[-1]
-    kernel = ScaleKernel(
-        RBFKernel(ard_num_dims=d, lengthscale_constraint=Interval(*LENGTHSCALE_BOUNDS)),
-        outputscale_constraint=Interval(*OUTPUTSCALE_BOUNDS),
-    )
-    likelihood = GaussianLikelihood(noise_constraint=GreaterThan(MIN_NOISE))
+    base_options: dict = {"ard_num_dims": d}
+    if profile.lengthscale_bounds is not None:
+        base_options["lengthscale_constraint"] = _interval(profile.lengthscale_bounds)
+    if profile.lengthscale_prior is not None:
+        base_options["lengthscale_prior"] = _gamma(profile.lengthscale_prior)
+    base = (RBFKernel(**base_options) if profile.kernel == "rbf"
+            else MaternKernel(nu=2.5, **base_options))
+    scale_options: dict = {}
+    if profile.outputscale_bounds is not None:
+        scale_options["outputscale_constraint"] = _interval(profile.outputscale_bounds)
+    if profile.outputscale_prior is not None:
+        scale_options["outputscale_prior"] = _gamma(profile.outputscale_prior)
+    kernel = ScaleKernel(base, **scale_options)
+    likelihood_options: dict = {"noise_constraint": _interval(profile.noise_bounds)}
+    if profile.noise_prior is not None:
+        likelihood_options["noise_prior"] = _gamma(profile.noise_prior)
+    likelihood = GaussianLikelihood(**likelihood_options)
     model = SingleTaskGP(
         train_X,
         train_Y,
         covar_module=kernel,
         likelihood=likelihood,
-        outcome_transform=Standardize(m=1),
+        outcome_transform=Standardize(m=1) if profile.standardize else None,
     )
-    set_hypers(model, INITIAL_HYPERS)
+    set_hypers(model, profile.initial)
     return model.to(train_X)
 
 
 def set_hypers(model: SingleTaskGP, hypers: dict[str, Tensor | float]) -> None:
-    """Set lengthscale, outputscale, noise and (if given) the constant mean."""
-    model.covar_module.base_kernel.lengthscale = hypers["lengthscale"]
-    model.covar_module.outputscale = hypers["outputscale"]
-    model.likelihood.noise = hypers["noise"]
+    """Set those of lengthscale, outputscale, noise and the constant mean that ``hypers`` holds."""
+    if "lengthscale" in hypers:
+        model.covar_module.base_kernel.lengthscale = hypers["lengthscale"]
+    if "outputscale" in hypers:
+        model.covar_module.outputscale = hypers["outputscale"]
+    if "noise" in hypers:
+        model.likelihood.noise = hypers["noise"]
     if "mean" in hypers:
         model.mean_module.constant.data.fill_(float(hypers["mean"]))
 
@@ -144,41 +254,46 @@ def fit_gp(
     previous: SingleTaskGP | None,
     refit: bool,
     generator: torch.Generator,
+    profile: str | GPProfile = PAPER,
 ) -> tuple[SingleTaskGP, FitReport]:
-    """The model for the data ``train_X`` (``n x d``), ``train_Y`` (``n x 1``).
+    """The model of ``profile`` for the data ``train_X`` (``n x d``), ``train_Y`` (``n x 1``).
 
     Without ``refit`` (and with a previous model) the model is rebuilt on the new data with the
     previous hyperparameters, only the standardization recomputed.
 
-    With ``refit`` the hyperparameters are fit by maximum likelihood from two starts, the
-    previous hyperparameters (if any) and :data:`INITIAL_HYPERS`, keeping the higher likelihood.
-    The second start matters: a fit on three to six points often ends at an interpolating optimum
-    (noise at its bound, short lengthscales), and a fit warm-started there alone stays there long
-    after the data would support the smooth one. A start that raises is retried once from
-    :data:`INITIAL_HYPERS` with a lengthscale jitter drawn from ``generator``; if nothing succeeds,
-    the previous hyperparameters are kept and the failure is reported, never hidden.
+    With ``refit`` the hyperparameters are fit by maximum likelihood (maximum a posteriori where the
+    profile has priors) from the profile's initial values and, for a ``warm_start`` profile (the
+    default ``paper``), also from the previous hyperparameters, keeping the higher objective. The
+    second start matters: a fit on three to six points often ends at an interpolating optimum (noise
+    at its bound, short lengthscales), and a fit warm-started there alone stays there long after the
+    data would support the smooth one. A start that raises is retried once from the initial values
+    with a lengthscale jitter drawn from ``generator``; if nothing succeeds, the previous
+    hyperparameters are kept and the failure is reported, never hidden.
 
     The returned model is frozen (``requires_grad`` off): acquisition gradients then flow to the
     query points only, not back into the hyperparameters.
     """
+    profile = gp_profile(profile)
     if not refit and previous is not None:
-        model = make_gp(train_X, train_Y)
+        model = make_gp(train_X, train_Y, profile)
         copy_hypers(previous, model)
         model.eval()
         return model.requires_grad_(False), FitReport(refit=False)
-    starts: list[SingleTaskGP | None] = [None] if previous is None else [previous, None]
+    starts: list[SingleTaskGP | None] = [None]
+    if previous is not None and profile.warm_start:
+        starts = [previous, None]
     best: tuple[float, SingleTaskGP] | None = None
     messages, attempts, failures = [], 0, 0
     for start in starts:
         for retry in range(2):
-            model = make_gp(train_X, train_Y)
+            model = make_gp(train_X, train_Y, profile)
             if start is not None and retry == 0:
                 copy_hypers(start, model)
             elif retry == 1:
                 jitter = torch.exp(0.5 * torch.randn(train_X.shape[-1], generator=generator,
                                                      dtype=train_X.dtype))
-                set_hypers(model, {**INITIAL_HYPERS,
-                                   "lengthscale": INITIAL_HYPERS["lengthscale"] * jitter})
+                lengthscale = profile.initial.get("lengthscale", math.log(2.0))
+                set_hypers(model, {**profile.initial, "lengthscale": lengthscale * jitter})
             attempts += 1
             try:
                 value, message = _fit_from(model)
@@ -193,7 +308,7 @@ def fit_gp(
                 best = (value, model)
             break
     if best is None:
-        model = make_gp(train_X, train_Y)
+        model = make_gp(train_X, train_Y, profile)
         if previous is not None:
             copy_hypers(previous, model)
         model.eval()
@@ -201,6 +316,19 @@ def fit_gp(
                                                       message=messages[-1])
     return best[1].requires_grad_(False), FitReport(refit=True, ok=True, attempts=attempts,
                               message=messages[-1] if messages else "")
+
+
+def hyperparameters(model: SingleTaskGP) -> dict[str, object]:
+    """The fitted hyperparameters as they are stored per iteration (the ``gp_*`` columns):
+    ``gp_lengthscale`` (list, one per input: x then z), ``gp_outputscale``, ``gp_noise`` and
+    ``gp_mean``, on the scale the model works in (standardized outcomes where the profile
+    standardizes), so that a fit run to a bound shows the bound."""
+    return {
+        "gp_lengthscale": model.covar_module.base_kernel.lengthscale.detach().reshape(-1).tolist(),
+        "gp_outputscale": float(model.covar_module.outputscale.detach()),
+        "gp_noise": float(model.likelihood.noise.detach().reshape(())),
+        "gp_mean": float(model.mean_module.constant.detach().reshape(())),
+    }
 
 
 def beta_paper(t: int) -> float:
@@ -238,9 +366,13 @@ class PosteriorMarginals:
             eye = torch.eye(K.shape[-1], dtype=K.dtype)
             # L^-1 once, so that every later variance is one GEMM instead of a triangular solve.
             self.L_inv = torch.linalg.solve_triangular(self.L, eye, upper=False)
-        transform = model.outcome_transform
-        self.y_mean = transform.means.detach().reshape(())
-        self.y_std = transform.stdvs.detach().reshape(())
+        transform = getattr(model, "outcome_transform", None)
+        if transform is None:  # a profile that models the outcomes as they are
+            self.y_mean = torch.zeros((), dtype=train_X.dtype)
+            self.y_std = torch.ones((), dtype=train_X.dtype)
+        else:
+            self.y_mean = transform.means.detach().reshape(())
+            self.y_std = transform.stdvs.detach().reshape(())
 
     def __call__(self, X: Tensor) -> tuple[Tensor, Tensor]:
         """Mean and latent std at ``batch_shape x d`` points: two ``batch_shape`` tensors."""
@@ -259,14 +391,18 @@ class PosteriorMarginals:
         """Mean and latent std at every (x, z) pair: ``batch_shape x d_x`` and ``m x d_z`` inputs give
         two ``batch_shape x m`` tensors.
 
-        Uses that the squared-exponential ARD kernel factorizes over coordinates,
-        k((x, z), (x', z')) = s k_x(x, x') k_z(z, z'), so the cross-covariance of the whole
-        x-by-Z grid is an outer product of two small kernel matrices: no exponential per grid point,
-        and the posterior mean is one matrix product. Differentiable in ``X``.
+        With the squared-exponential ARD kernel, which factorizes over coordinates,
+        k((x, z), (x', z')) = s k_x(x, x') k_z(z, z'), the cross-covariance of the whole x-by-Z grid
+        is an outer product of two small kernel matrices: no exponential per grid point, and the
+        posterior mean is one matrix product. Any other kernel (the Matern profiles) evaluates the
+        kernel on every (x, z) pair. Differentiable in ``X``.
         """
         base = self.kernel.base_kernel
         if not isinstance(base, RBFKernel):
-            raise TypeError("grid() relies on the product structure of the RBF kernel")
+            batch_shape, m = X.shape[:-1], Z.shape[0]
+            pairs = torch.cat([X.unsqueeze(-2).expand(*batch_shape, m, X.shape[-1]),
+                               Z.expand(*batch_shape, m, Z.shape[-1])], dim=-1)
+            return self(pairs)
         d_x = X.shape[-1]
         lengthscale = base.lengthscale.reshape(-1)
         outputscale = self.kernel.outputscale

@@ -8,8 +8,12 @@ The loop:
 * iteration 0: the initial design (from (problem, seed) only), a maximum-likelihood fit, a
   recommendation;
 * iteration t = 1..T: ``propose`` (x_t, z_t) with the model of the data up to t - 1, observe
-  y_t = f(x_t, z_t) + noise, update the model (maximum-likelihood fit when t is a multiple of
-  ``FIT_EVERY``, otherwise the new data with the hyperparameters kept), ``recommend``.
+  y_t = f(x_t, z_t) + noise, update the model (a fit of the hyperparameters when t is a multiple
+  of the GP profile's ``fit_every``, otherwise the new data with the hyperparameters kept),
+  ``recommend``.
+
+The GP is the cell's profile (``spec.gp``, :data:`algorithms.gp.GP_PROFILES`; ``paper`` by default),
+the same for every algorithm; its fitted hyperparameters are stored in every row (``gp_*``).
 
 The observation noise is drawn from its own stream of (problem, seed), one draw per observation in
 order, so every algorithm of a seed sees the same noise sequence (common random numbers).
@@ -40,11 +44,10 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from algorithms import ALGORITHMS
-from algorithms.gp import fit_gp, make_gp
+from algorithms.gp import DEFAULT_GP, fit_gp, gp_profile, hyperparameters, make_gp
 from problems import DiscreteZ, get_problem
 from problems.seeding import derive_seed, generator
 
-FIT_EVERY = 3
 #: What a cell can be: a BO run, or a timing cell of the complexity study.
 CELL_KINDS = ("bo", "timing")
 
@@ -62,6 +65,7 @@ class CellSpec:
         kind: ``"bo"`` (a BO run, :func:`run_cell`) or ``"timing"`` (a timing cell of the
             complexity study, :func:`harness.complexity.run_timing_cell`; its options also hold
             the controlled state).
+        gp: the GP profile (:data:`algorithms.gp.GP_PROFILES`), ``"paper"`` by default.
     """
 
     problem: str
@@ -71,13 +75,17 @@ class CellSpec:
     alpha: float | None = None
     options: tuple[tuple[str, object], ...] = field(default_factory=tuple)
     kind: str = "bo"
+    gp: str = DEFAULT_GP
 
     def to_dict(self) -> dict:
-        """The spec as plain data; ``kind`` only when it is not ``"bo"``, so that BO cells keep the
-        identity (and hash) they had before timing cells existed."""
+        """The spec as plain data; ``kind`` only when it is not ``"bo"`` and ``gp`` only when it is
+        not the default, so that cells keep the identity (and hash) they had before timing cells
+        and GP profiles existed."""
         data = asdict(self)
         if self.kind == "bo":
             del data["kind"]
+        if self.gp == DEFAULT_GP:
+            del data["gp"]
         return data
 
     def to_json(self) -> str:
@@ -86,11 +94,13 @@ class CellSpec:
 
     @staticmethod
     def make(problem: str, algorithm: str, seed: int, iterations: int | None = None,
-             alpha: float | None = None, options: dict | None = None, kind: str = "bo") -> CellSpec:
+             alpha: float | None = None, options: dict | None = None, kind: str = "bo",
+             gp: str = DEFAULT_GP) -> CellSpec:
         if kind not in CELL_KINDS:
             raise ValueError(f"unknown cell kind {kind!r}; valid: {', '.join(CELL_KINDS)}")
+        gp_profile(gp)  # ValueError if unknown
         return CellSpec(problem, algorithm, seed, iterations, alpha,
-                        tuple(sorted((options or {}).items())), kind)
+                        tuple(sorted((options or {}).items())), kind, gp)
 
 
 @dataclass
@@ -173,6 +183,7 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
     optimum_value = optimum.var if target == "var" else optimum.worst_case
     noise = generator(spec.problem, spec.seed, "noise")
     fit_rng = generator(seed_root, "gp-fit")
+    profile = gp_profile(spec.gp)
 
     start = time.perf_counter()
     rows: list[dict] = []
@@ -185,7 +196,7 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
         noise.set_state(state["noise"])
         fit_rng.set_state(state["fit_rng"])
         algorithm.load_state_dict(state["algorithm"])
-        model = make_gp(train_X, train_Y)
+        model = make_gp(train_X, train_Y, profile)
         model.load_state_dict(state["model"])
         model.eval().requires_grad_(False)
         first = rows[-1]["iteration"] + 1
@@ -196,7 +207,8 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
         train_X = torch.cat([x0, z0], dim=-1)
         train_Y = y0.unsqueeze(-1)
         t0 = time.perf_counter()
-        model, report = fit_gp(train_X, train_Y, None, refit=True, generator=fit_rng)
+        model, report = fit_gp(train_X, train_Y, None, refit=True, generator=fit_rng,
+                               profile=profile)
         t_fit = time.perf_counter() - t0
     last_checkpoint = time.perf_counter()
 
@@ -220,8 +232,8 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
             train_X = torch.cat([train_X, torch.cat([proposal.x, proposal.z]).unsqueeze(0)])
             train_Y = torch.cat([train_Y, y.reshape(1, 1)])
             t0 = time.perf_counter()
-            model, report = fit_gp(train_X, train_Y, model, refit=t % FIT_EVERY == 0,
-                                   generator=fit_rng)
+            model, report = fit_gp(train_X, train_Y, model, refit=t % profile.fit_every == 0,
+                                   generator=fit_rng, profile=profile)
             t_fit = time.perf_counter() - t0
             if info.get("var_lower") is not None and info["var_lower"] > best_lower:
                 best_lower, x_theory = info["var_lower"], proposal.x
@@ -245,6 +257,7 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
             fit_ok=report.ok,
             fit_message=report.message,
             n_obs=int(train_X.shape[0]),
+            **hyperparameters(model),
         )
         if x_theory is not None:
             var_th, worst_th = true_values(x_theory)

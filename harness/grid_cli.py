@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from algorithms.gp import GP_PROFILES
 from harness.cell import CellSpec
 from harness.grid import (
     NAMED_GRIDS,
@@ -57,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="results folder or URI: s3://, gs://, file:// (default results/<grid>)")
     parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 for every cell group")
     parser.add_argument("--iterations", type=int, default=None, help="iterations of every cell")
+    parser.add_argument("--gp", default=None, metavar="PROFILE",
+                        help=f"GP profile of every cell: {', '.join(GP_PROFILES)} (default: the grid's)")
     parser.add_argument("--only", default=None, metavar="PATTERN",
                         help="run only cells whose label 'problem/algorithm/seedN [alpha=..] [T=..]' "
                              "matches (glob if it has *?[, else substring)")
@@ -74,11 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _grid(args: argparse.Namespace) -> tuple[Grid, list[CellSpec]]:
-    """The grid (after --seeds, --iterations) and its selected cells (after --only)."""
+    """The grid (after --seeds, --iterations, --gp) and its selected cells (after --only)."""
     if args.seeds is not None and args.seeds < 1:
         raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
     if args.iterations is not None and args.iterations < 0:
         raise UsageError(f"--iterations must be >= 0, got {args.iterations}")
+    if args.gp is not None and args.gp not in GP_PROFILES:
+        raise UsageError(f"unknown GP profile {args.gp!r}; valid: {', '.join(GP_PROFILES)}")
     if args.num_cpus is not None and args.num_cpus < 1:
         raise UsageError(f"--num-cpus must be >= 1, got {args.num_cpus}")
     if args.max_in_flight is not None and args.max_in_flight < 1:
@@ -88,7 +93,7 @@ def _grid(args: argparse.Namespace) -> tuple[Grid, list[CellSpec]]:
     if args.force and args.retry_failed:
         raise UsageError("--force and --retry-failed exclude each other")
     try:
-        grid = with_overrides(resolve_grid(args.grid), args.seeds, args.iterations)
+        grid = with_overrides(resolve_grid(args.grid), args.seeds, args.iterations, args.gp)
     except GridError as error:
         raise UsageError(str(error)) from None
     cells = list(grid.cells)

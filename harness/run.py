@@ -44,6 +44,7 @@ from pathlib import Path
 import torch
 
 from algorithms import ALGORITHMS
+from algorithms.gp import DEFAULT_GP, GP_PROFILES
 from harness.cell import CellSpec, run_cell
 from harness.store import Location, location, write_cell
 from problems import PROBLEMS, get_problem
@@ -123,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="risk level in (0, 1) (default: the problem's)")
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                         help="algorithm option, repeatable (VALUE parsed as JSON if it can be)")
+    parser.add_argument("--gp", default=DEFAULT_GP, metavar="PROFILE",
+                        help=f"GP profile: {', '.join(GP_PROFILES)} (default {DEFAULT_GP})")
     parser.add_argument("--out", default="results/single",
                         help="results folder (default results/single)")
     parser.add_argument("--threads", type=int, default=1,
@@ -144,9 +147,11 @@ def validate(args: argparse.Namespace) -> CellSpec:
         raise UsageError(f"--alpha must lie in (0, 1), got {args.alpha}")
     if args.threads < 1:
         raise UsageError(f"--threads must be >= 1, got {args.threads}")
+    if args.gp not in GP_PROFILES:
+        raise UsageError(f"unknown GP profile {args.gp!r}; valid: {', '.join(GP_PROFILES)}")
     options = dict(_parse_option(o) for o in args.option)
     spec = CellSpec.make(args.problem, args.algorithm, args.seed, args.iterations, args.alpha,
-                         options)
+                         options, gp=args.gp)
     problem = get_problem(args.problem, args.alpha)
     try:  # building the algorithm validates its options before any compute
         ALGORITHMS[args.algorithm](problem, 0, **options)

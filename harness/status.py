@@ -11,7 +11,6 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from harness.cell import CellSpec
 from harness.grid import GridError, cell_label, resolve_grid
 from harness.grid_cli import classify
 from harness.run import EXIT_USAGE, UsageError, _Parser, out_location
@@ -21,6 +20,7 @@ from harness.store import (
     read_failure,
     read_manifest,
     result_files,
+    spec_from_dict,
     spec_hash,
 )
 
@@ -80,10 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.failures:
         for path in failure_files(args.out):
             record = read_failure(path)
-            spec = record["spec"]
-            label = cell_label(CellSpec(spec["problem"], spec["algorithm"], spec["seed"],
-                                        spec["iterations"], spec["alpha"],
-                                        tuple((k, v) for k, v in spec["options"])))
+            label = cell_label(spec_from_dict(record["spec"]))
             print(f"failed: {label}: {record['message']} ({path})")
     return 0
 

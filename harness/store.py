@@ -37,6 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from algorithms.gp import DEFAULT_GP
 from harness.cell import CellResult, CellSpec
 
 _float_list = pa.list_(pa.float64())
@@ -73,6 +74,12 @@ ROW_SCHEMA = pa.schema([
     ("t_rec_s", pa.float64()),
     ("t_eval_s", pa.float64()),
 ])
+#: Files written before the GP's hyperparameters were stored: read with the ``gp_*`` columns null.
+ROW_SCHEMA_V1 = ROW_SCHEMA
+#: The fitted hyperparameters after each iteration's model update (:func:`algorithms.gp.hyperparameters`).
+ROW_SCHEMA = ROW_SCHEMA_V1.append(pa.field("gp_lengthscale", _float_list)).append(
+    pa.field("gp_outputscale", pa.float64())).append(pa.field("gp_noise", pa.float64())).append(
+    pa.field("gp_mean", pa.float64()))
 
 #: Column name -> type of every row of every timing-cell file (one row per timed call).
 TIMING_SCHEMA = pa.schema([
@@ -91,6 +98,8 @@ TIMING_SCHEMA = pa.schema([
 
 #: The schema of each kind of cell file.
 SCHEMAS = {"bo": ROW_SCHEMA, "timing": TIMING_SCHEMA}
+#: Every schema a readable file of each kind may have (the current one first).
+READABLE_SCHEMAS = {"bo": (ROW_SCHEMA, ROW_SCHEMA_V1), "timing": (TIMING_SCHEMA,)}
 
 
 #: A results location: a local ``Path``, or a ``upath.UPath`` for a URI.
@@ -197,6 +206,14 @@ def _read_schema(path: Location) -> pa.Schema:
 
 
 def _read_table(path: Location, schema: pa.Schema = ROW_SCHEMA) -> pa.Table:
+    """The file's table with ``schema``; a BO file of the older schema (:data:`ROW_SCHEMA_V1`)
+    comes back with the ``gp_*`` columns null."""
+    if schema is ROW_SCHEMA and _read_schema(path).names == ROW_SCHEMA_V1.names:
+        old = _read_table(path, ROW_SCHEMA_V1)
+        for field in ROW_SCHEMA:
+            if field.name not in ROW_SCHEMA_V1.names:
+                old = old.append_column(field, pa.nulls(old.num_rows, field.type))
+        return old
     if _is_local(path):
         return pq.read_table(path, schema=schema)
     with path.open("rb") as stream:
@@ -327,7 +344,8 @@ def _visible(path: Path, out: Location | str) -> bool:
 def spec_from_dict(data: dict) -> CellSpec:
     """The :class:`CellSpec` of a stored spec (a file's metadata, a manifest, a failure record)."""
     return CellSpec(data["problem"], data["algorithm"], data["seed"], data["iterations"],
-                    data["alpha"], tuple((k, v) for k, v in data["options"]), data.get("kind", "bo"))
+                    data["alpha"], tuple((k, v) for k, v in data["options"]), data.get("kind", "bo"),
+                    data.get("gp", DEFAULT_GP))
 
 
 def check_cell_file(path: Location) -> str | None:
@@ -348,14 +366,18 @@ def _check(path: Location) -> tuple[str | None, dict | None]:
     except Exception as error:  # pyarrow raises several types for a damaged footer
         return f"not a readable Parquet file ({type(error).__name__})", None
     columns = [(f.name, f.type) for f in schema]
-    if not any(columns == [(f.name, f.type) for f in known] for known in SCHEMAS.values()):
+
+    def matches(schemas: tuple[pa.Schema, ...]) -> bool:
+        return any(columns == [(f.name, f.type) for f in known] for known in schemas)
+
+    if not any(matches(known) for known in READABLE_SCHEMAS.values()):
         return "not a varbo-bench cell file (other columns)", None
     try:
         meta = json.loads((schema.metadata or {})[b"varbo"])
         spec = spec_from_dict(meta["spec"])
     except (KeyError, TypeError, ValueError):
         return "not a varbo-bench cell file (no cell metadata)", None
-    if columns != [(f.name, f.type) for f in SCHEMAS.get(spec.kind, ROW_SCHEMA)]:
+    if not matches(READABLE_SCHEMAS.get(spec.kind, (ROW_SCHEMA,))):
         return f"not a varbo-bench cell file (columns of another kind than {spec.kind!r})", None
     if spec_hash(spec) != path.stem.rsplit("-", 1)[-1]:
         return "its recorded spec does not match its name", None
@@ -399,7 +421,8 @@ def failure_files(out: Location | str) -> list[Location]:
 def read_results(out: Location | str) -> pd.DataFrame:
     """Every finished cell under ``out`` as one DataFrame: the columns of :data:`ROW_SCHEMA` plus
     ``spec_hash`` (the file's, which tells apart cells that differ in iterations, alpha or options),
-    ``iterations`` (the cell's planned count) and ``options`` (canonical JSON of its options).
+    ``iterations`` (the cell's planned count), ``options`` (canonical JSON of its options) and ``gp``
+    (its GP profile). Files of the older schema read with null ``gp_*`` columns.
 
     Files are read one by one with the fixed schema and concatenated, so no type merging or
     partition inference happens (pandas 3 / pyarrow 26 safe). An empty folder gives an empty frame
@@ -426,10 +449,12 @@ def read_results(out: Location | str) -> pd.DataFrame:
         table = table.append_column("iterations", pa.array([meta.get("iterations")] * n, pa.int64()))
         options = json.dumps(dict(spec.get("options", [])), sort_keys=True)
         table = table.append_column("options", pa.array([options] * n, pa.string()))
+        table = table.append_column("gp", pa.array([spec.get("gp", DEFAULT_GP)] * n, pa.string()))
         tables.append(table)
     if not tables:
         schema = ROW_SCHEMA.append(pa.field("spec_hash", pa.string())).append(
-            pa.field("iterations", pa.int64())).append(pa.field("options", pa.string()))
+            pa.field("iterations", pa.int64())).append(pa.field("options", pa.string())).append(
+            pa.field("gp", pa.string()))
         return schema.empty_table().to_pandas()
     return pa.concat_tables(tables).to_pandas()
 
