@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from algorithms.base import Algorithm
 from algorithms.random_search import RandomSearch
-from algorithms.rhokg import RhoKGApx
+from algorithms.rhokg import RhoKGApx, RhoKGApxReleased
 from algorithms.stableopt import StableOpt
 from algorithms.vucb import VUCBProb, VUCBUnif
 from algorithms.vucb_saa import VUCBProbSAA
@@ -22,4 +22,5 @@ ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "stableopt": StableOpt,
     "random": RandomSearch,
     "rhokg-apx": RhoKGApx,
+    "rhokg-apx-released": RhoKGApxReleased,
 }

@@ -39,6 +39,7 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from botorch.acquisition import AcquisitionFunction
@@ -190,12 +191,14 @@ class FastRhoKG:
                 self.base_past = self._base(self.L_past)  # P x K x M x m
                 self.mean_base_past = self.mean_past[:, None, None, :] + self.base_past
 
-    def estimate_now(self, x: Tensor) -> Tensor:
-        """E_n[VaR_alpha(F(x, W))] for ``b x d_x`` -> ``b`` (original scale)."""
+    def estimate_now(self, x: Tensor, weights: Tensor | None = None) -> Tensor:
+        """E_n[VaR_alpha(F(x, W))] for ``b x d_x`` -> ``b`` (original scale), with the W set's
+        weights or ``weights`` (``m``) instead."""
         A = _with_w(x, self.w.points)
         mean, V = self.post.project(A)
         root = sample_root(self.post.cov(A, V, A, V))
-        value = var_estimate(mean, root, self.eps_now, self.w.weights, self.alpha)
+        weights = self.w.weights if weights is None else weights
+        value = var_estimate(mean, root, self.eps_now, weights, self.alpha)
         return value * self.post.y_std + self.post.y_mean
 
     def _base(self, L: Tensor) -> Tensor:
@@ -418,12 +421,17 @@ class RhoKGAcquisition(AcquisitionFunction):
         candidates = X.squeeze(-2)
         est = self.estimator
         d_x = est.past_x.shape[-1]
+        b = candidates.shape[0]
+        # The memory serves a batch of at most its size; a smaller batch (a carried memory meeting
+        # a short last batch) uses its first rows, as BoRisk's slicing of ``last_inner_solution``
+        # does. Within one search the batch never changes size.
         reuse = (self.call_count % self.tts_frequency != 0 and self.inner is not None
-                 and self.inner.shape[0] == candidates.shape[0])
+                 and self.inner.shape[0] >= b)
         if reuse and self.kept is not None:  # cached factors of the remembered x'
-            values = est.remembered_estimates(candidates, self.xi, self.eps, self.index, self.kept)
+            kept = {key: value[:b] for key, value in self.kept.items()}
+            values = est.remembered_estimates(candidates, self.xi, self.eps, self.index[:b], kept)
         elif reuse:
-            values = est.fantasy_estimates(candidates, self.xi, self.eps, inner=self.inner)[:, 0]
+            values = est.fantasy_estimates(candidates, self.xi, self.eps, inner=self.inner[:b])[:, 0]
         else:
             kept: dict | None = {} if est.root == "update" and self.tts_frequency > 1 else None
             all_values = est.fantasy_estimates(candidates, self.xi, self.eps, keep=kept)
@@ -448,6 +456,12 @@ class _FixedW(AcquisitionFunction):
         return self.acq(torch.cat([X, self.w.unsqueeze(-2).expand(*X.shape[:-1], -1)], dim=-1))
 
 
+#: Values of the options that choose between the method and BoRisk's released code (first: default).
+ACQ_WEIGHTS = ("mass", "uniform")
+REFINE = ("best", "worst")
+TTS_RESET = ("batch", "iteration")
+
+
 class RhoKGApx(Algorithm):
     """rho-KG^apx. Options (defaults are BoRisk's paper settings):
 
@@ -455,14 +469,35 @@ class RhoKGApx(Algorithm):
     restarts_per_dim (10), raw_per_restart (50), eta (2.0), maxiter (1000; the first phase uses
     maxiter / 25), batch_size (5), tts_frequency (10), num_w_samples (L, 10: samples of a
     continuous Z per estimate, drawn once per iteration).
+
+    Three options reproduce what BoRisk's released code does where it departs from the method
+    (defaults: the method; see the module docstring and :class:`RhoKGApxReleased`):
+
+    * ``acq_weights``: ``"mass"`` (the acquisition's inner VaR weights W by the masses of Z) or
+      ``"uniform"`` (it ignores them, as BoRisk's ``AbsKG.__init__`` does by testing
+      ``kwargs.get("weights")`` for a named parameter; the recommendation and the current best keep
+      the masses, as BoRisk's ``current_best`` does). The same for a continuous Z, whose L samples
+      have equal weights anyway.
+    * ``refine``: ``"best"`` (refine the best tenth of the first-phase solutions) or ``"worst"``
+      (the lowest-valued tenth, as BoRisk's ``optimize_outer`` does by sorting ascending).
+    * ``tts_reset``: ``"batch"`` (the two-time-scale memory is reset before every batch of restarts
+      and before the values at the solutions are taken, which then come from a fresh search over S)
+      or ``"iteration"`` (reset only at the start of each of the two phases, as BoRisk's
+      ``optimize_outer`` does: a batch starts from the previous batch's remembered argmaxes, and the
+      values that rank the solutions are L-BFGS-B's last evaluation, with the memory).
     """
 
     name = "rhokg-apx"
+    #: The name the random streams are derived from: variants of the method share rho-KG^apx's
+    #: base samples and search starts (common random numbers), so they differ only by their options.
+    stream_name = "rhokg-apx"
 
     def __init__(self, problem: Problem, seed_root: int, num_fantasies: int = 10,
                  num_samples: int = 10, low_fantasies: int = 4, restarts_per_dim: int = 10,
                  raw_per_restart: int = 50, eta: float = 2.0, maxiter: int = 1000,
-                 batch_size: int = 5, tts_frequency: int = 10, num_w_samples: int = 10) -> None:
+                 batch_size: int = 5, tts_frequency: int = 10, num_w_samples: int = 10,
+                 acq_weights: str = ACQ_WEIGHTS[0], refine: str = REFINE[0],
+                 tts_reset: str = TTS_RESET[0]) -> None:
         super().__init__(problem, seed_root)
         for key, value in {"num_fantasies": num_fantasies, "num_samples": num_samples,
                            "low_fantasies": low_fantasies, "restarts_per_dim": restarts_per_dim,
@@ -471,24 +506,29 @@ class RhoKGApx(Algorithm):
                            "num_w_samples": num_w_samples}.items():
             if int(value) != value or value < 1:
                 raise ValueError(f"{self.name}: {key} must be a positive integer, got {value}")
+        for key, value, valid in (("acq_weights", acq_weights, ACQ_WEIGHTS),
+                                  ("refine", refine, REFINE), ("tts_reset", tts_reset, TTS_RESET)):
+            if value not in valid:
+                raise ValueError(f"{self.name}: {key} must be one of {', '.join(valid)}, got {value!r}")
         self.K, self.M, self.low = num_fantasies, num_samples, min(low_fantasies, num_fantasies)
         self.d = problem.d_x + problem.d_z
         self.num_restarts = restarts_per_dim * self.d
         self.raw = self.num_restarts * raw_per_restart
         self.eta, self.maxiter, self.batch_size = eta, maxiter, batch_size
         self.tts_frequency, self.L = tts_frequency, num_w_samples
+        self.acq_weights, self.refine, self.tts_reset = acq_weights, refine, tts_reset
 
     # -- per-iteration randomness -------------------------------------------------------------
     def _w_set(self, t: int | str) -> WSet:
         z = self.problem.z
         if isinstance(z, DiscreteZ):
             return WSet(z.points, z.masses)
-        points = z.sample(self.L, generator(self.seed_root, self.name, "w", t))
+        points = z.sample(self.L, generator(self.seed_root, self.stream_name, "w", t))
         return WSet(points, torch.full((self.L,), 1.0 / self.L, dtype=torch.float64))
 
     def _base_samples(self, t: int | str, m: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """eps_now (M x m), xi (K), eps (K x M x m), and the low-fantasy xi and eps."""
-        seed = derive_seed(self.seed_root, self.name, "base", t) % (2**31)
+        seed = derive_seed(self.seed_root, self.stream_name, "base", t) % (2**31)
         eps_now = draw_sobol_normal_samples(m, self.M, dtype=torch.float64, seed=seed)
         xi = draw_sobol_normal_samples(1, self.K, dtype=torch.float64, seed=seed + 1).reshape(-1)
         eps = draw_sobol_normal_samples(self.K * m, self.M, dtype=torch.float64, seed=seed + 2)
@@ -503,14 +543,25 @@ class RhoKGApx(Algorithm):
         eps_now, _, eps, _ = self._base_samples(t, w.points.shape[0])
         return FastRhoKG(model, w, self.problem.alpha, self.observed_x(train_X), eps_now, eps)
 
+    def _iteration_estimator(self, model: SingleTaskGP, train_X: Tensor, t: int
+                             ) -> tuple[FastRhoKG, float, tuple[Tensor, Tensor, Tensor]]:
+        """The acquisition's estimator of iteration ``t`` (its W weighted as ``acq_weights`` says),
+        the current best max over past x of E_n[VaR] (always with the masses, as BoRisk's
+        ``current_best``), and the fantasy base samples (xi, eps, low-fantasy xi)."""
+        w = self._w_set(t)
+        eps_now, xi, eps, xi_low = self._base_samples(t, w.points.shape[0])
+        w_acq = w
+        if self.acq_weights == "uniform":
+            w_acq = WSet(w.points, torch.full_like(w.weights, 1.0 / w.weights.numel()))
+        est = FastRhoKG(model, w_acq, self.problem.alpha, self.observed_x(train_X), eps_now, eps)
+        now_past = est.now_past if w_acq is w else est.estimate_now(est.past_x, w.weights)
+        return est, float(now_past.max()), (xi, eps, xi_low)
+
     # -- the algorithm ------------------------------------------------------------------------
     def propose(self, model: SingleTaskGP, t: int) -> Proposal:
         train_X = model.train_inputs[0]
-        w = self._w_set(t)
-        eps_now, xi, eps, xi_low = self._base_samples(t, w.points.shape[0])
-        est = FastRhoKG(model, w, self.problem.alpha, self.observed_x(train_X), eps_now, eps)
-        current_best = float(est.now_past.max())
-        rng = generator(self.seed_root, self.name, "search", t)
+        est, current_best, (xi, eps, xi_low) = self._iteration_estimator(model, train_X, t)
+        rng = generator(self.seed_root, self.stream_name, "search", t)
         d_x = self.problem.d_x
 
         # raw samples, scored with fewer fantasies
@@ -532,13 +583,16 @@ class RhoKGApx(Algorithm):
         acq = RhoKGAcquisition(model, est, xi, eps, current_best, self.tts_frequency)
         bounds = self._bounds()
         discrete = isinstance(z, DiscreteZ)
+        acq.tts_reset()  # the start of the first phase (the only reset there with "iteration")
         first = [self._optimize(acq, batch, bounds, self.maxiter // 25, discrete)
                  for batch in starts.split(self.batch_size)]
         solutions = torch.cat([s for s, _ in first])
         values = torch.cat([v for _, v in first])
         refine = max(1, math.ceil(self.num_restarts / 10))
-        best_first = solutions[torch.argsort(values, descending=True)[:refine]]
-        final, final_values = self._optimize(acq, best_first, bounds, self.maxiter, discrete)
+        order = torch.argsort(values, descending=self.refine == "best")
+        acq.tts_reset()  # the start of the second phase
+        final, final_values = self._optimize(acq, solutions[order[:refine]], bounds, self.maxiter,
+                                             discrete)
         i = int(final_values.argmax())
         x, wz = final[i, :d_x], final[i, d_x:]
         info = {"acq_value": float(final_values[i]), "current_best_estimate": current_best}
@@ -548,11 +602,8 @@ class RhoKGApx(Algorithm):
         """rho-KG^apx of iteration ``t`` at ``b x (d_x + d_z)`` candidates (x, w) -> ``b``, each with
         the full search over S (no two-time-scale reuse): the estimator and its past-x factors are
         built here once, as :meth:`propose` builds them once per iteration."""
-        w = self._w_set(t)
-        eps_now, xi, eps, _ = self._base_samples(t, w.points.shape[0])
-        est = FastRhoKG(model, w, self.problem.alpha, self.observed_x(model.train_inputs[0]),
-                        eps_now, eps)
-        acq = RhoKGAcquisition(model, est, xi, eps, float(est.now_past.max()), 1)
+        est, current_best, (xi, eps, _) = self._iteration_estimator(model, model.train_inputs[0], t)
+        acq = RhoKGAcquisition(model, est, xi, eps, current_best, 1)
 
         def value(X: Tensor) -> Tensor:
             return acq(X.unsqueeze(-2))
@@ -587,21 +638,27 @@ class RhoKGApx(Algorithm):
                   maxiter: int, fix_w: bool) -> tuple[Tensor, Tensor]:
         """L-BFGS-B from ``starts`` (``b x d``), all restarts summed into one problem as in BoRisk
         (so the two-time-scale memory always sees the same batch); for a discrete W each restart
-        keeps its w and only x moves."""
+        keeps its w and only x moves. The values at the solutions: with ``tts_reset="batch"`` from
+        a fresh search over S (the memory is reset before and after); with ``"iteration"`` the
+        last evaluation L-BFGS-B made (``gen_candidates_scipy``'s), with the memory carried on."""
         d_x = self.problem.d_x
-        acq.tts_reset()
+        per_batch = self.tts_reset == "batch"
+        if per_batch:
+            acq.tts_reset()
         if fix_w:
             target: AcquisitionFunction = _FixedW(acq, starts[:, d_x:].clone())
             initial, lower, upper = starts[:, :d_x], bounds[0][:d_x], bounds[1][:d_x]
         else:
             target, initial, lower, upper = acq, starts, bounds[0], bounds[1]
         with warnings.catch_warnings(record=True):  # kinks of VaR end line searches "ABNORMAL"
-            solutions, _ = gen_candidates_scipy(
+            solutions, values = gen_candidates_scipy(
                 initial.unsqueeze(-2), target, lower_bounds=lower, upper_bounds=upper,
                 options={"maxiter": maxiter}, use_parallel_mode=False)
         solutions = solutions.squeeze(-2).detach()
         if fix_w:
             solutions = torch.cat([solutions, starts[:, d_x:]], dim=-1)
+        if not per_batch:
+            return solutions, values.detach().reshape(-1)
         acq.tts_reset()
         with torch.no_grad():  # the values at the solutions, with a fresh search over S
             values = acq(solutions.unsqueeze(-2))
@@ -612,3 +669,18 @@ class RhoKGApx(Algorithm):
         est = self.estimator(model, train_X, f"recommend-{train_X.shape[0]}")
         i = int(est.now_past.argmax())
         return Recommendation(est.past_x[i].clone(), {"var_mean_rec": float(est.now_past[i])})
+
+
+class RhoKGApxReleased(RhoKGApx):
+    """rho-KG^apx as BoRisk's last public code runs it: :class:`RhoKGApx` with
+    ``acq_weights="uniform"``, ``refine="worst"`` and ``tts_reset="iteration"`` (each can still be
+    set back by its option). Same random streams as ``rhokg-apx``, so on one seed the two differ
+    only by these three behaviours."""
+
+    name = "rhokg-apx-released"
+    #: What the released code does, option by option.
+    RELEASED: ClassVar[dict[str, str]] = {"acq_weights": "uniform", "refine": "worst",
+                                         "tts_reset": "iteration"}
+
+    def __init__(self, problem: Problem, seed_root: int, **options: object) -> None:
+        super().__init__(problem, seed_root, **{**self.RELEASED, **options})
