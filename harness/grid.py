@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from algorithms import ALGORITHMS, supports
+from algorithms.gp import DEFAULT_GP, GP_PROFILES
 from harness.cell import CellSpec
 from harness.complexity import SIZES_D, SIZES_Z, complexity_cells, estimate_timing_seconds
 from problems import PROBLEMS, DiscreteZ, build_problem
@@ -61,6 +62,7 @@ SMOKE_ITERATIONS = 3
 #: one rho-KG^apx iteration takes 10 to 30 s, which alone would exceed the smoke grid's budget.
 SMOKE_OPTIONS: dict[str, dict] = {
     "rhokg-apx": {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100},
+    "rhokg-apx-released": {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100},
 }
 #: The same for V-UCB on a continuous Z, whose LNSO and pinball estimates take 2-5 s an iteration
 #: at their defaults: fewer training, x and lacing-value steps (about 0.5 s an iteration).
@@ -97,13 +99,16 @@ def unavailable_reason(spec: CellSpec) -> str | None:
 
 
 def cell_label(spec: CellSpec) -> str:
-    """``problem/algorithm/seedN``, plus ``alpha=..``, ``T=..`` and options when set: what --only matches."""
+    """``problem/algorithm/seedN``, plus ``alpha=..``, ``T=..``, ``gp=..`` and options when set: what
+    --only matches."""
     label = f"{spec.problem}/{spec.algorithm}/seed{spec.seed}"
     extras = []
     if spec.alpha is not None:
         extras.append(f"alpha={spec.alpha:.4g}")
     if spec.iterations is not None:
         extras.append(f"T={spec.iterations}")
+    if spec.gp != DEFAULT_GP:
+        extras.append(f"gp={spec.gp}")
     extras += [f"{name}={value}" for name, value in spec.options]
     return " ".join([label, *extras])
 
@@ -118,14 +123,14 @@ def alpha_below_min_mass(problem_name: str) -> float:
 
 def _block(problems: Iterable[str], algorithms: Iterable[str], seeds: Iterable[int],
            iterations: int | dict[str, int] | None = None, alpha: float | str | None = None,
-           options: dict | None = None) -> list[CellSpec]:
+           options: dict | None = None, gp: str = DEFAULT_GP) -> list[CellSpec]:
     """The cells of problems x algorithms x seeds (seeds innermost), with shared settings."""
     cells = []
     for problem in problems:
         t = iterations.get(problem) if isinstance(iterations, dict) else iterations
         a = alpha_below_min_mass(problem) if alpha == BELOW_MIN_MASS else alpha
         for algorithm in algorithms:
-            cells += [CellSpec.make(problem, algorithm, seed, t, a, options) for seed in seeds]
+            cells += [CellSpec.make(problem, algorithm, seed, t, a, options, gp=gp) for seed in seeds]
     return cells
 
 
@@ -157,8 +162,48 @@ def paper_grid() -> Grid:
         # alpha -> 0: every method at the same alpha below the smallest mass, worst-case target
         + _block(SYNTHETIC_DISCRETE, ["stableopt", "vucb-unif", "vucb-prob"], seeds, t,
                  alpha=BELOW_MIN_MASS)
+        # the floor the paper does not show: random search on every problem (it costs nothing)
+        + _block(SYNTHETIC_DISCRETE + SYNTHETIC_CONTINUOUS + ("portfolio-3-2", "robot-push-3-2"),
+                 ["random"], seeds, t)
+        + _block(SYNTHETIC_DISCRETE, ["random"], seeds, t, alpha=BELOW_MIN_MASS)
     )
-    return Grid("paper", tuple(cells), "Figures 3, 4, 5 and the alpha -> 0 study, 10 seeds")
+    return Grid("paper", tuple(cells), "Figures 3, 4, 5 and the alpha -> 0 study, random search on "
+                "every problem, 10 seeds")
+
+
+#: The sensitivity grid's problems: where the paper's C1 and C2 are decided on a 1-D and a 2-D Z.
+SENSITIVITY_PROBLEMS = ("branin-1-1-discrete", "hartmann-1-2-discrete")
+#: The reduced rho-KG^apx search effort of the sensitivity grid (the smoke grid's; the estimator,
+#: K, M and the two-time-scale rule are unchanged): about 0.5 s an iteration instead of 7-10 s.
+SENSITIVITY_RHOKG_OPTIONS = {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}
+
+
+def sensitivity_grid() -> Grid:
+    """How the verdicts of C1-C3 move with the settings the paper leaves open or its code changes:
+    Branin-(1,1) and Hartmann-(1,2) discrete, seeds 0-9, T = 60:
+
+    * vucb-unif and vucb-prob x beta {paper, authors} x gp {paper, borisk};
+    * rhokg-apx and rhokg-apx-released x gp {paper, borisk} at a reduced search effort
+      (:data:`SENSITIVITY_RHOKG_OPTIONS`);
+    * random x gp {paper, borisk};
+    * the decisive full-effort pair: rhokg-apx and rhokg-apx-released at BoRisk's search effort on
+      Hartmann-(1,2) with the paper's GP (its rhokg-apx cells are the paper grid's).
+
+    The default-setting cells (gp paper, beta paper, full effort) are the paper grid's cells, same
+    spec and hash, so both grids can share one results folder.
+    """
+    seeds, t = range(PAPER_SEEDS), PAPER_ITERATIONS
+    problems = SENSITIVITY_PROBLEMS
+    cells: list[CellSpec] = []
+    for gp in ("paper", "borisk"):
+        for beta in ({}, {"beta": "authors"}):
+            cells += _block(problems, ["vucb-unif", "vucb-prob"], seeds, t, options=beta, gp=gp)
+        cells += _block(problems, ["rhokg-apx", "rhokg-apx-released"], seeds, t,
+                        options=SENSITIVITY_RHOKG_OPTIONS, gp=gp)
+        cells += _block(problems, ["random"], seeds, t, gp=gp)
+    cells += _block(["hartmann-1-2-discrete"], ["rhokg-apx", "rhokg-apx-released"], seeds, t)
+    return Grid("sensitivity", tuple(cells), "C1-C3 under beta {paper, authors} x gp {paper, borisk}, "
+                "rho-KG^apx as released, random; Branin-(1,1) and Hartmann-(1,2) discrete, 10 seeds")
 
 
 def complexity_grid() -> Grid:
@@ -171,14 +216,15 @@ def complexity_grid() -> Grid:
 
 #: Named grids: name -> factory (factories, so the registries are read when a grid is built).
 NAMED_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid, "paper": paper_grid,
+                                              "sensitivity": sensitivity_grid,
                                               "complexity": complexity_grid}
 
 
 # ---------------------------------------------------------------------------------------------------
 # grid files
 
-_TOP_KEYS = {"name", "seeds", "iterations", "alpha", "options", "cells"}
-_BLOCK_KEYS = {"problems", "algorithms", "seeds", "iterations", "alpha", "options"}
+_TOP_KEYS = {"name", "seeds", "iterations", "alpha", "options", "gp", "cells"}
+_BLOCK_KEYS = {"problems", "algorithms", "seeds", "iterations", "alpha", "options", "gp"}
 
 
 def _seeds(value: object, where: str) -> list[int]:
@@ -222,6 +268,12 @@ def _options(value: object, where: str) -> dict:
     return value
 
 
+def _gp(value: object, where: str) -> str:
+    if not isinstance(value, str) or value not in GP_PROFILES:
+        raise GridError(f"{where}: gp must be one of {', '.join(GP_PROFILES)}, got {value!r}")
+    return value
+
+
 def _names(value: object, registered: Iterable[str], planned: Iterable[str], kind: str,
            where: str) -> list[str]:
     if isinstance(value, str):
@@ -258,6 +310,7 @@ def parse_grid(data: dict, name: str) -> Grid:
         "iterations": _iterations(data.get("iterations"), "iterations"),
         "alpha": _alpha(data.get("alpha"), "alpha"),
         "options": _options(data.get("options", {}), "options"),
+        "gp": _gp(data.get("gp", DEFAULT_GP), "gp"),
     }
     blocks = data.get("cells")
     if not isinstance(blocks, list) or not blocks or not all(isinstance(b, dict) for b in blocks):
@@ -279,6 +332,7 @@ def parse_grid(data: dict, name: str) -> Grid:
                       else defaults["iterations"])
         alpha = _alpha(block["alpha"], where) if "alpha" in block else defaults["alpha"]
         options = {**defaults["options"], **_options(block.get("options", {}), where)}
+        gp = _gp(block["gp"], where) if "gp" in block else defaults["gp"]
         if alpha == BELOW_MIN_MASS:
             for problem in problems:
                 if problem not in PROBLEMS:
@@ -287,7 +341,7 @@ def parse_grid(data: dict, name: str) -> Grid:
         for problem in problems:
             for algorithm in algorithms:
                 _check_options(problem, algorithm, options, where)
-        cells += _block(problems, algorithms, seeds, iterations, alpha, options)
+        cells += _block(problems, algorithms, seeds, iterations, alpha, options, gp)
     duplicates = len(cells) - len(set(cells))
     if duplicates:
         raise GridError(f"the grid lists {duplicates} cell(s) twice")
@@ -320,11 +374,15 @@ def resolve_grid(name_or_file: str) -> Grid:
                     "and no such file")
 
 
-def with_overrides(grid: Grid, seeds: int | None = None, iterations: int | None = None) -> Grid:
-    """``--seeds N`` (seeds 0..N-1 for every cell group) and ``--iterations T`` (every cell)."""
+def with_overrides(grid: Grid, seeds: int | None = None, iterations: int | None = None,
+                   gp: str | None = None) -> Grid:
+    """``--seeds N`` (seeds 0..N-1 for every cell group), ``--iterations T`` and ``--gp PROFILE``
+    (every cell)."""
     cells = list(grid.cells)
     if iterations is not None:
         cells = [replace(c, iterations=iterations) for c in cells]
+    if gp is not None:
+        cells = [replace(c, gp=gp) if c.kind == "bo" else c for c in cells]
     if seeds is not None:
         groups = dict.fromkeys(replace(c, seed=0) for c in cells)  # ordered, one per seed family
         cells = [replace(g, seed=s) for g in groups for s in range(seeds)]
@@ -347,13 +405,14 @@ def select(cells: Iterable[CellSpec], pattern: str) -> list[CellSpec]:
 #: uses their measured rates instead (``measured``).
 _FIXED_S = 1.0
 _PER_ITERATION_S = {"random": 0.05, "vucb-unif": 0.1, "vucb-prob": 0.1, "stableopt": 0.1,
-                    "vucb-prob-saa": 0.2, "rhokg-apx": 10.0}
+                    "vucb-prob-saa": 0.2, "rhokg-apx": 10.0, "rhokg-apx-released": 10.0}
 #: V-UCB on a continuous Z (LNSO, pinball estimates, lacing-value search): 2.6-3.2 s an iteration.
 _PER_ITERATION_S_LNSO = 2.8
 #: rho-KG^apx on a continuous Z sees 10 samples of W an iteration, not 100: 1.0-2.1 s.
 _PER_ITERATION_S_RHOKG_CONTINUOUS = 1.5
 #: The same with the smoke grid's options (measured: rho-KG^apx about 0.7 s an iteration).
-_PER_ITERATION_S_SMOKE = {"rhokg-apx": 0.7, "vucb-prob": 0.5, "vucb-unif": 0.5}
+_PER_ITERATION_S_SMOKE = {"rhokg-apx": 0.7, "rhokg-apx-released": 0.7, "vucb-prob": 0.5,
+                          "vucb-unif": 0.5}
 #: The simulated problems cost more an iteration (3-D x, every regret needs the objective at all of
 #: Z): measured for V-UCB (robot 0.25-0.3 s, portfolio 0.24 s); rho-KG^apx there is unmeasured
 #: and assumed to scale alike.
@@ -377,7 +436,7 @@ def estimate_seconds(spec: CellSpec, measured: dict[tuple[str, str], float] | No
     continuous = "continuous" in spec.problem
     if continuous and spec.algorithm in ("vucb-prob", "vucb-unif"):
         per = _PER_ITERATION_S_LNSO
-    if continuous and spec.algorithm == "rhokg-apx":
+    if continuous and spec.algorithm in ("rhokg-apx", "rhokg-apx-released"):
         per = _PER_ITERATION_S_RHOKG_CONTINUOUS
     if spec.options and dict(spec.options) == smoke_options(spec.algorithm, continuous):
         per = _PER_ITERATION_S_SMOKE.get(spec.algorithm, per)
