@@ -79,3 +79,42 @@ def test_unwritable_or_file_out_is_rejected_without_writing(tmp_path: Path) -> N
         assert done.returncode == 2
         assert len(done.stderr.strip().splitlines()) == 1 and "--out" in done.stderr
     assert a_file.read_text() == "keep me"
+
+
+def test_gp_profile_on_the_command_line(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    assert main(["--problem", "branin-1-1-discrete", "--algorithm", "random", "--iterations", "1",
+                 "--gp", "authors", "--out", str(out)]) == 0
+    (path,) = out.rglob("*.parquet")
+    assert read_metadata(path)["spec"]["gp"] == "authors"
+    table = pq.read_table(path)
+    assert table.column("gp_noise").null_count == 0
+    done = run_cli("--problem", "branin-1-1-discrete", "--algorithm", "random", "--gp", "nope",
+                   "--out", str(tmp_path / "bad"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "unknown GP profile 'nope'" in done.stderr
+    assert not (tmp_path / "bad").exists() or not list((tmp_path / "bad").rglob("*.parquet"))
+
+
+def test_files_of_the_schema_before_the_gp_columns_still_read(tmp_path: Path) -> None:
+    # a file as the store wrote it before hyperparameters were stored: accepted, gp_* null
+    import pyarrow as pa
+
+    from harness.cell import CellSpec, run_cell
+    from harness.store import ROW_SCHEMA_V1, cell_path, check_cell_file, read_results, to_table
+
+    spec = CellSpec.make("branin-1-1-discrete", "random", 0, 1)
+    result = run_cell(spec)
+    table = to_table(result)
+    old = table.select(ROW_SCHEMA_V1.names).replace_schema_metadata(table.schema.metadata)
+    path = cell_path(tmp_path, spec)
+    path.parent.mkdir(parents=True)
+    pq.write_table(old, path)
+    assert old.schema.remove_metadata() == ROW_SCHEMA_V1
+    assert check_cell_file(path) is None
+    frame = read_results(tmp_path)
+    assert len(frame) == 2 and frame["gp_noise"].isna().all() and (frame["gp"] == "paper").all()
+    assert frame["x_rec"].tolist()[1] == result.rows[1]["x_rec"]
+    # a file with a column of neither schema is still refused
+    pq.write_table(old.append_column("extra", pa.array([1, 2])), path)
+    assert "other columns" in check_cell_file(path)
