@@ -1,23 +1,37 @@
-"""The claims table: which of the paper's claims C1-C8 the stored results reproduce.
+"""The claims table: which of the paper's claims C1-C8 (and our C9) the stored results reproduce,
+under which settings, and by which statistic.
 
 Every comparison pairs cells by seed: the initial design and the observation noise depend on
 (problem, seed) only, so two algorithms' cells of one seed start from the same points. Each claim is
-split into sub-claims (one per problem and pair of algorithms); a sub-claim's verdict is
+split into sub-claims (one per problem and pair of algorithms). Each sub-claim is tested
+
+* by two statistics of a cell's regret: ``final`` (final-iteration log10 regret, the paper's) and
+  ``last10`` (mean log10 regret over the last :data:`LAST_ITERATIONS` iterations, less noisy than one
+  iteration of a recommendation that can jump); C8 by ``time``, C7 by ``queries``;
+* under every *variant* found in the folder: the non-default settings of the two sides (algorithm
+  options, the GP profile ``gp=...``, ``rhokg-apx-released`` standing in for ``rhokg-apx``). Two
+  sides pair only under the same GP profile, and with the same value of any option both sides were
+  run with (so V-UCB Prob with beta=authors meets V-UCB Unif with beta=authors, not with the
+  default beta). ``default`` is the paper's configuration: no option, the ``paper`` GP.
+
+A sub-claim's verdict is
 
 * ``not run``: no paired cells;
 * ``reproduced`` / ``not reproduced`` / ``inconclusive`` by the rules below, and ``inconclusive``
   whenever fewer than :data:`MIN_SEEDS` seeds pair (the exact one-sided signed-rank test cannot reach
   p < 0.05 with fewer than 5 pairs).
 
-"A beats B" (C2-C6): paired Wilcoxon signed-rank test on final-iteration log10 regret, one-sided
-(A lower). Reproduced if p < :data:`SIGNIFICANCE`; not reproduced if B is significantly lower
-(the opposite one-sided test) or A and B are equivalent (the test below); inconclusive otherwise.
+"A beats B" (C2-C6, C9): paired Wilcoxon signed-rank test on the statistic, one-sided (A lower).
+Reproduced if p < :data:`SIGNIFICANCE`; not reproduced if B is significantly lower (the opposite
+one-sided test) or A and B are equivalent (the test below); inconclusive otherwise.
 
 "A on par with B" (C1, C6 second half): equivalence within +-:data:`EQUIVALENCE_MARGIN` log10 units
 by two one-sided Wilcoxon signed-rank tests (TOST) on the paired differences d = log10 r_A - log10 r_B:
-H1- median(d) > -margin and H1+ median(d) < +margin, p = max of the two. Reproduced if p < 0.05; not
-reproduced if the two-sided signed-rank test rejects (p < 0.05) and |median(d)| > margin;
-inconclusive otherwise. The absence of a significant difference is never read as "on par".
+H1- median(d) > -margin and H1+ median(d) < +margin, p = max of the two. Reproduced if p < 0.05. Not
+reproduced if non-equivalence at the margin is shown: the one-sided test of d - margin > 0 or of
+d + margin < 0 rejects, at 0.05 after a Bonferroni factor of 2 for the two directions (p = 2 min of
+the two). Inconclusive otherwise: neither equivalence nor a difference beyond the margin is shown,
+which is not "on par".
 
 C7: the stored queries (x, z) of V-UCB at alpha below the smallest mass equal StableOpt's at every
 iteration, cell by cell (max abs difference <= :data:`QUERY_TOLERANCE`), up to the choice among
@@ -30,14 +44,15 @@ as consistent, and is reported as such. C8: per-cell median
 acquisition time (t_acq_s over iterations >= 1), each V-UCB variant run on a problem against
 rho-KG^apx there, one-sided signed-rank test on log10 of the medians.
 
-A claim's overall verdict: not reproduced if any sub-claim is; reproduced if all are; not run if all
-are not run; inconclusive otherwise (including a mix of reproduced and not run).
-
-Only cells with default options (``options == "{}"``) enter the claims: the paper's configuration.
+A claim's overall verdict (per variant and statistic): not reproduced if any sub-claim is; reproduced
+if all are; not run if all are not run; inconclusive otherwise (including a mix of reproduced and not
+run). :func:`overall` gives the default configuration's verdict and every change a variant or the
+second statistic makes to it, on the sub-claims that variant covers.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -56,10 +71,20 @@ DISCRETE = ("branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann-1-2-discr
             "hartmann-2-1-discrete")
 CONTINUOUS = ("branin-1-1-continuous", "goldstein-1-1-continuous", "hartmann-1-2-continuous",
               "hartmann-2-1-continuous")
+SIMULATED = ("portfolio-3-2", "robot-push-3-2")
 VUCB = ("vucb-unif", "vucb-prob")
 RHOKG = "rhokg-apx"
 STABLEOPT = "stableopt"
+RANDOM = "random"
 DEFAULT_OPTIONS = "{}"
+DEFAULT_VARIANT = "default"
+#: Algorithms that stand in for another one in the claims, as a variant of it.
+ALIASES = {"rhokg-apx-released": RHOKG}
+#: ``last10``: the mean log10 regret over this many final iterations.
+LAST_ITERATIONS = 10
+#: The statistics of a cell's regret the claims are tested on.
+STATISTICS = {"final": "final-iteration log10 regret",
+              "last10": f"mean log10 regret over the last {LAST_ITERATIONS} iterations"}
 
 CLAIMS = {
     "C1": "discrete Z: V-UCB Unif is on par with rho-KG^apx on Branin-(1,1) and Goldstein-Price-(1,1)",
@@ -70,23 +95,26 @@ CLAIMS = {
     "C6": "robot pushing: V-UCB beats rho-KG^apx, and Unif and Prob are close",
     "C7": "alpha -> 0: V-UCB selects the same queries as StableOpt",
     "C8": "V-UCB's per-iteration cost is lower than rho-KG^apx's",
+    "C9": "(ours) V-UCB Prob beats random search",
 }
 
 
 @dataclass
 class Sub:
-    """One sub-claim's row of the claims table."""
+    """One row of the claims table: a sub-claim under one variant, by one statistic."""
 
     claim: str
     problem: str
     comparison: str  # "A vs B"
-    data: str
-    statistic: str
+    statistic: str  # "final", "last10", "time" or "queries"
+    variant: str  # "default" or the non-default settings of the two sides
+    verdict: str
+    n_seeds: int
+    p_value: float
     effect: str
     effect_value: float
-    p_value: float
-    n_seeds: int
-    verdict: str
+    test: str
+    data: str
     note: str = ""
 
 
@@ -161,30 +189,106 @@ def _seeds_text(seeds: Iterable[int]) -> str:
     return ",".join(map(str, seeds))
 
 
-def _pair(finals: pd.DataFrame, problem: str, a: str, b: str, target: str, value: str
-          ) -> tuple[pd.DataFrame, str]:
-    """Cells of ``a`` and ``b`` on ``problem`` paired by seed (columns ``<value>_a``, ``<value>_b``,
-    ``seed``, ``alpha``, ``iterations``) at the (alpha, iterations) with the most pairs, and a note
-    on what is missing."""
-    everything = finals.loc[(finals["problem"] == problem) & (finals["target"] == target)]
-    sub = everything.loc[everything["options"] == DEFAULT_OPTIONS]
-    cells_a = sub.loc[sub["algorithm"] == a, ["alpha", "iterations", "seed", value]]
-    cells_b = sub.loc[sub["algorithm"] == b, ["alpha", "iterations", "seed", value]]
-    notes = []
-    for name, cells in ((a, cells_a), (b, cells_b)):
-        if cells.empty:
-            other = int((everything["algorithm"] == name).sum())
-            notes.append(f"no {name} cells on {problem} (target {target})"
-                         + (f" with default options ({other} with other options)" if other else ""))
-    merged = cells_a.merge(cells_b, on=["alpha", "iterations", "seed"], suffixes=("_a", "_b"))
-    if not merged.empty:
-        sizes = merged.groupby(["alpha", "iterations"]).size()
-        alpha, iterations = sizes.idxmax()
-        merged = merged.loc[(merged["alpha"] == alpha) & (merged["iterations"] == iterations)]
-        unpaired = (len(cells_a) + len(cells_b)) - 2 * len(merged)
-        if unpaired:
-            notes.append(f"{unpaired} cell(s) without a partner seed or at another alpha/T")
-    return merged.reset_index(drop=True), "; ".join(notes)
+def cell_values(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell: its keys, ``final`` (final log10 regret), ``last10`` (mean log10 regret over
+    its last :data:`LAST_ITERATIONS` iterations, iteration 0 excluded unless it is all there is),
+    ``time`` (median t_acq_s over iterations >= 1), ``arm`` (the algorithm the claims know it as) and
+    ``settings`` (canonical JSON of its non-default settings, ``algorithm`` for an alias)."""
+    keys = ["problem", "target", "options", "algorithm", "alpha", "iterations", "seed"]
+    frame = frame.copy()
+    last = frame.groupby(keys, sort=False, dropna=False)["iteration"].transform("max")
+    in_tail = (frame["iteration"] > last - LAST_ITERATIONS) & ((frame["iteration"] >= 1) | (last == 0))
+    tail = frame.loc[in_tail]
+    grouped = frame.groupby(keys, sort=False, dropna=False)
+    cells = grouped.size().rename("n_rows").reset_index()
+    finals = frame.loc[frame["iteration"] == last, [*keys, "log10_regret"]].rename(
+        columns={"log10_regret": "final"})
+    cells = cells.merge(finals, on=keys, how="left")
+    means = tail.groupby(keys, sort=False, dropna=False)["log10_regret"].mean().rename("last10").reset_index()
+    cells = cells.merge(means, on=keys, how="left")
+    steps = frame.loc[frame["iteration"] >= 1]
+    if "t_acq_s" in steps:
+        times = steps.groupby(keys, sort=False, dropna=False)["t_acq_s"].median().rename("time").reset_index()
+        cells = cells.merge(times, on=keys, how="left")
+    else:
+        cells["time"] = np.nan
+    cells["arm"] = cells["algorithm"].map(lambda a: ALIASES.get(a, a))
+    cells["settings"] = [_settings(o, a) for o, a in zip(cells["options"], cells["algorithm"], strict=True)]
+    return cells
+
+
+def _settings(options: str, algorithm: str) -> str:
+    settings = json.loads(options)
+    if algorithm in ALIASES:
+        settings["algorithm"] = algorithm
+    return json.dumps(settings, sort_keys=True)
+
+
+def variant_label(a: dict, b: dict) -> str:
+    """The non-default settings of two paired sides, each named once: ``gp=...`` first, then an
+    aliased algorithm by name, then options as ``name=value``; ``default`` when there are none."""
+    parts = []
+    if "gp" in a:
+        parts.append(f"gp={a['gp']}")
+    for side in (a, b):
+        if "algorithm" in side:
+            parts.append(side["algorithm"])
+    for side in (a, b):
+        for key, value in sorted(side.items()):
+            part = f"{key}={value}"
+            if key not in ("gp", "algorithm") and part not in parts:
+                parts.append(part)
+    return ", ".join(parts) or DEFAULT_VARIANT
+
+
+def _compatible(a: dict, b: dict, shared: set[str]) -> bool:
+    return all(a.get(key) == b.get(key) for key in shared)
+
+
+def variants(cells: pd.DataFrame, problem: str, a: str, b: str, target: str
+             ) -> list[tuple[str, pd.DataFrame, str]]:
+    """Every variant under which ``a`` and ``b`` pair on ``problem``: (label, paired cells, note).
+
+    The paired cells have the columns of :func:`cell_values` suffixed ``_a`` / ``_b`` and ``seed``,
+    ``alpha``, ``iterations``, at the (alpha, iterations) with the most pairs. The default variant
+    always comes first, empty (not run) when it has no pairs, with a note on what is missing.
+    """
+    sub = cells.loc[(cells["problem"] == problem) & (cells["target"] == target)]
+    cells_a, cells_b = sub.loc[sub["arm"] == a], sub.loc[sub["arm"] == b]
+    keys_a = {k for s in cells_a["settings"].unique() for k in json.loads(s)}
+    keys_b = {k for s in cells_b["settings"].unique() for k in json.loads(s)}
+    shared = (keys_a & keys_b) | {"gp"}
+    found: dict[str, tuple[pd.DataFrame, str]] = {}
+    for sa, group_a in cells_a.groupby("settings", sort=True):
+        for sb, group_b in cells_b.groupby("settings", sort=True):
+            da, db = json.loads(sa), json.loads(sb)
+            if not _compatible(da, db, shared):
+                continue
+            merged = group_a.merge(group_b, on=["alpha", "iterations", "seed"], suffixes=("_a", "_b"))
+            note = ""
+            if not merged.empty:
+                sizes = merged.groupby(["alpha", "iterations"]).size()
+                alpha, iterations = sizes.idxmax()
+                merged = merged.loc[(merged["alpha"] == alpha) & (merged["iterations"] == iterations)]
+                unpaired = len(group_a) + len(group_b) - 2 * len(merged)
+                if unpaired:
+                    note = f"{unpaired} cell(s) without a partner seed or at another alpha/T"
+            found[variant_label(da, db)] = (merged.reset_index(drop=True), note)
+    out = []
+    if DEFAULT_VARIANT in found and not found[DEFAULT_VARIANT][0].empty:
+        out.append((DEFAULT_VARIANT, *found.pop(DEFAULT_VARIANT)))
+    else:
+        found.pop(DEFAULT_VARIANT, None)
+        notes = []
+        for name, side in ((a, cells_a), (b, cells_b)):
+            default = side.loc[side["settings"] == DEFAULT_OPTIONS]
+            if default.empty:
+                other = len(side)
+                notes.append(f"no {name} cells on {problem} (target {target})"
+                             + (f" with default settings ({other} with other settings)" if other else ""))
+        out.append((DEFAULT_VARIANT, pd.DataFrame(), "; ".join(notes)))
+    out += [(label, merged, note) for label, (merged, note) in sorted(found.items()) if not merged.empty]
+    return out
 
 
 def _data_text(problem: str, a: str, b: str, merged: pd.DataFrame, what: str) -> str:
@@ -194,94 +298,111 @@ def _data_text(problem: str, a: str, b: str, merged: pd.DataFrame, what: str) ->
             f" seeds {_seeds_text(merged['seed'])}): {what}")
 
 
-def _not_run(claim: str, problem: str, comparison: str, data: str, statistic: str, note: str) -> Sub:
-    return Sub(claim, problem, comparison, data, statistic, "", float("nan"), float("nan"), 0, NOT_RUN, note)
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
 
 
-def beats(finals: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> Sub:
-    """Sub-claim "``a`` has lower final log10 regret than ``b`` on ``problem``"."""
-    merged, note = _pair(finals, problem, a, b, "var", "log10_regret")
-    statistic = "Wilcoxon signed-rank, paired by seed, one-sided (A lower)"
-    data = _data_text(problem, a, b, merged, "final-iteration log10 regret")
-    if merged.empty:
-        return _not_run(claim, problem, f"{a} vs {b}", data, statistic, note)
-    d = (merged["log10_regret_a"] - merged["log10_regret_b"]).to_numpy()
-    p = signed_rank_p(d, "less")
-    p_opposite = signed_rank_p(d, "greater")
-    p_equivalent = tost_p(d)
-    n = len(d)
-    if n < MIN_SEEDS:
-        verdict = INCONCLUSIVE
-        note = "; ".join(filter(None, [note, f"fewer than {MIN_SEEDS} paired seeds"]))
-    elif p < SIGNIFICANCE:
-        verdict = REPRODUCED
-    elif p_opposite < SIGNIFICANCE:
-        verdict = NOT_REPRODUCED
-        note = "; ".join(filter(None, [note, f"B significantly lower (p={p_opposite:.3g})"]))
-    elif p_equivalent < SIGNIFICANCE:
-        verdict = NOT_REPRODUCED
-        equivalent = f"equivalent within +-{EQUIVALENCE_MARGIN} (TOST p={p_equivalent:.3g})"
-        note = "; ".join(filter(None, [note, equivalent]))
-    else:
-        verdict = INCONCLUSIVE
+def _effect(d: np.ndarray) -> tuple[str, float]:
     median = float(np.median(d))
-    effect = f"median d(log10 A - log10 B) = {median:+.3f}; rank-biserial r = {rank_biserial(d):+.2f}"
-    return Sub(claim, problem, f"{a} vs {b}", data, statistic, effect, median, p, n, verdict, note)
+    return f"median d(log10 A - log10 B) = {median:+.3f}; rank-biserial r = {rank_biserial(d):+.2f}", median
 
 
-def on_par(finals: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> Sub:
-    """Sub-claim "``a`` and ``b`` reach final log10 regrets within +-margin of each other"."""
-    merged, note = _pair(finals, problem, a, b, "var", "log10_regret")
-    statistic = f"TOST by two one-sided Wilcoxon signed-rank tests, margin +-{EQUIVALENCE_MARGIN} log10"
-    data = _data_text(problem, a, b, merged, "final-iteration log10 regret")
-    if merged.empty:
-        return _not_run(claim, problem, f"{a} vs {b}", data, statistic, note)
-    d = (merged["log10_regret_a"] - merged["log10_regret_b"]).to_numpy()
-    p = tost_p(d)
-    p_diff = signed_rank_p(d, "two-sided")
-    n = len(d)
-    median = float(np.median(d))
-    if n < MIN_SEEDS:
-        verdict = INCONCLUSIVE
-        note = "; ".join(filter(None, [note, f"fewer than {MIN_SEEDS} paired seeds"]))
-    elif p < SIGNIFICANCE:
-        verdict = REPRODUCED
-    elif p_diff < SIGNIFICANCE and abs(median) > EQUIVALENCE_MARGIN:
-        verdict = NOT_REPRODUCED
-        note = "; ".join(filter(None, [note, f"significantly different (two-sided p={p_diff:.3g})"]))
+def _beats_verdict(d: np.ndarray) -> tuple[str, float, str]:
+    """Verdict, p-value and note of "A lower than B" on the paired differences ``d``."""
+    p, p_opposite, p_equivalent = signed_rank_p(d, "less"), signed_rank_p(d, "greater"), tost_p(d)
+    if len(d) < MIN_SEEDS:
+        return INCONCLUSIVE, p, f"fewer than {MIN_SEEDS} paired seeds"
+    if p < SIGNIFICANCE:
+        return REPRODUCED, p, ""
+    if p_opposite < SIGNIFICANCE:
+        return NOT_REPRODUCED, p, f"B significantly lower (p={p_opposite:.3g})"
+    if p_equivalent < SIGNIFICANCE:
+        return NOT_REPRODUCED, p, f"equivalent within +-{EQUIVALENCE_MARGIN} (TOST p={p_equivalent:.3g})"
+    return INCONCLUSIVE, p, ""
+
+
+def non_equivalence_p(d: np.ndarray, margin: float = EQUIVALENCE_MARGIN) -> float:
+    """p-value of "the median difference lies outside +-margin": the smaller of the one-sided
+    signed-rank tests of d - margin > 0 and d + margin < 0, times 2 (Bonferroni over the two
+    directions); 1 for no data."""
+    d = np.asarray(d, dtype=float)
+    if d.size == 0:
+        return 1.0
+    return min(1.0, 2 * min(signed_rank_p(d - margin, "greater"), signed_rank_p(d + margin, "less")))
+
+
+def _on_par_verdict(d: np.ndarray) -> tuple[str, float, str]:
+    """Verdict, p-value (TOST) and note of "A on par with B" on the paired differences ``d``."""
+    p, p_apart = tost_p(d), non_equivalence_p(d)
+    if len(d) < MIN_SEEDS:
+        return INCONCLUSIVE, p, f"fewer than {MIN_SEEDS} paired seeds"
+    if p < SIGNIFICANCE:
+        return REPRODUCED, p, ""
+    if p_apart < SIGNIFICANCE:
+        return NOT_REPRODUCED, p, f"apart by more than the margin (non-equivalence p={p_apart:.3g})"
+    return INCONCLUSIVE, p, ""
+
+
+def _regret_subs(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str, kind: str) -> list[Sub]:
+    """The rows of a regret sub-claim (``kind`` "beats" or "on_par"): every variant x statistic."""
+    if kind == "beats":
+        test, rule = "Wilcoxon signed-rank, paired by seed, one-sided (A lower)", _beats_verdict
     else:
-        verdict = INCONCLUSIVE
-    effect = f"median d(log10 A - log10 B) = {median:+.3f}; rank-biserial r = {rank_biserial(d):+.2f}"
-    return Sub(claim, problem, f"{a} vs {b}", data, statistic, effect, median, p, n, verdict, note)
+        test = (f"TOST by two one-sided Wilcoxon signed-rank tests, margin +-{EQUIVALENCE_MARGIN} log10; "
+                "not reproduced on non-equivalence at the margin")
+        rule = _on_par_verdict
+    rows = []
+    for variant, merged, pair_note in variants(cells, problem, a, b, "var"):
+        for statistic, what in STATISTICS.items():
+            data = _data_text(problem, a, b, merged, what)
+            if merged.empty:
+                rows.append(Sub(claim, problem, f"{a} vs {b}", statistic, variant, NOT_RUN, 0, float("nan"),
+                                "", float("nan"), test, data, pair_note))
+                continue
+            d = (merged[f"{statistic}_a"] - merged[f"{statistic}_b"]).to_numpy(float)
+            verdict, p, note = rule(d)
+            effect, value = _effect(d)
+            rows.append(Sub(claim, problem, f"{a} vs {b}", statistic, variant, verdict, len(d), p, effect,
+                            value, test, data, _join(pair_note, note)))
+    return rows
 
 
-def cheaper(frame: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> Sub:
-    """Sub-claim "``a``'s median per-iteration acquisition time is lower than ``b``'s"."""
-    rows = frame.loc[(frame["iteration"] >= 1) & (frame["problem"] == problem)
-                     & (frame["algorithm"].isin([a, b]))]
-    per_cell = (rows.groupby(["problem", "target", "options", "algorithm", "alpha", "iterations", "seed"],
-                             dropna=False)["t_acq_s"].median().rename("t_acq_median").reset_index())
-    merged, note = _pair(per_cell, problem, a, b, "var", "t_acq_median")
-    statistic = "Wilcoxon signed-rank on log10 per-cell median t_acq_s, paired by seed, one-sided (A lower)"
-    data = _data_text(problem, a, b, merged, "per-iteration acquisition time")
-    if merged.empty:
-        return _not_run(claim, problem, f"{a} vs {b}", data, statistic, note)
-    ta, tb = merged["t_acq_median_a"].to_numpy(float), merged["t_acq_median_b"].to_numpy(float)
-    d = np.log10(ta) - np.log10(tb)
-    p = signed_rank_p(d, "less")
-    n = len(d)
-    ratio = float(np.median(tb / ta))
-    if n < MIN_SEEDS:
-        verdict = INCONCLUSIVE
-        note = "; ".join(filter(None, [note, f"fewer than {MIN_SEEDS} paired seeds"]))
-    elif p < SIGNIFICANCE:
-        verdict = REPRODUCED
-    elif signed_rank_p(d, "greater") < SIGNIFICANCE:
-        verdict = NOT_REPRODUCED
-    else:
-        verdict = INCONCLUSIVE
-    effect = f"median time ratio B / A = {ratio:.3g}"
-    return Sub(claim, problem, f"{a} vs {b}", data, statistic, effect, ratio, p, n, verdict, note)
+def beats(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> list[Sub]:
+    """Sub-claim "``a`` has lower log10 regret than ``b`` on ``problem``", every variant and statistic."""
+    return _regret_subs(cells, claim, problem, a, b, "beats")
+
+
+def on_par(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> list[Sub]:
+    """Sub-claim "``a`` and ``b`` reach log10 regrets within +-margin of each other"."""
+    return _regret_subs(cells, claim, problem, a, b, "on_par")
+
+
+def cheaper(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> list[Sub]:
+    """Sub-claim "``a``'s median per-iteration acquisition time is lower than ``b``'s", every variant."""
+    test = "Wilcoxon signed-rank on log10 per-cell median t_acq_s, paired by seed, one-sided (A lower)"
+    rows = []
+    for variant, merged, pair_note in variants(cells, problem, a, b, "var"):
+        data = _data_text(problem, a, b, merged, "per-iteration acquisition time")
+        if merged.empty:
+            rows.append(Sub(claim, problem, f"{a} vs {b}", "time", variant, NOT_RUN, 0, float("nan"), "",
+                            float("nan"), test, data, pair_note))
+            continue
+        ta, tb = merged["time_a"].to_numpy(float), merged["time_b"].to_numpy(float)
+        d = np.log10(ta) - np.log10(tb)
+        p = signed_rank_p(d, "less")
+        note = ""
+        if len(d) < MIN_SEEDS:
+            verdict, note = INCONCLUSIVE, f"fewer than {MIN_SEEDS} paired seeds"
+        elif p < SIGNIFICANCE:
+            verdict = REPRODUCED
+        elif signed_rank_p(d, "greater") < SIGNIFICANCE:
+            verdict = NOT_REPRODUCED
+        else:
+            verdict = INCONCLUSIVE
+        ratio = float(np.median(tb / ta))
+        rows.append(Sub(claim, problem, f"{a} vs {b}", "time", variant, verdict, len(d), p,
+                        f"median time ratio B / A = {ratio:.3g}", ratio, test, data, _join(pair_note, note)))
+    return rows
 
 
 def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str) -> Sub:
@@ -303,7 +424,8 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str) -> Su
     merged = a.merge(b, on=keys, suffixes=("_a", "_b"))
     if merged.empty:
         data = f"{vucb} vs {STABLEOPT} on {problem}: queries x, z"
-        return _not_run(claim, problem, f"{vucb} vs {STABLEOPT}", data, statistic, "; ".join(notes))
+        return Sub(claim, problem, f"{vucb} vs {STABLEOPT}", "queries", DEFAULT_VARIANT, NOT_RUN, 0,
+                   float("nan"), "", float("nan"), statistic, data, "; ".join(notes))
     xa, xb = (np.stack(merged[c].to_numpy()) for c in ("x_a", "x_b"))
     za, zb = (np.stack(merged[c].to_numpy()) for c in ("z_a", "z_b"))
     merged["x_match"] = np.max(np.abs(xa - xb), axis=1) <= QUERY_TOLERANCE
@@ -337,49 +459,120 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str) -> Su
     if n_tie:
         effect += f", {n_tie} identical until a choice among tied z"
     effect += f"; {fraction:.1%} of iterations identical"
-    return Sub(claim, problem, f"{vucb} vs {STABLEOPT}", data, statistic, effect, fraction, float("nan"), n,
-               verdict, "; ".join(notes))
+    return Sub(claim, problem, f"{vucb} vs {STABLEOPT}", "queries", DEFAULT_VARIANT, verdict, n, float("nan"),
+               effect, fraction, statistic, data, "; ".join(notes))
 
 
-def claims_table(frame: pd.DataFrame, finals: pd.DataFrame) -> pd.DataFrame:
-    """Every sub-claim of C1-C8 as one row (see the module docstring for the rules).
+def claims_table(frame: pd.DataFrame, finals: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every sub-claim of C1-C9 under every variant found, by every statistic, one row each (see
+    the module docstring for the rules).
 
-    ``frame``: all rows with ``log10_regret``; ``finals``: the final row of each cell.
+    ``frame``: all rows with ``log10_regret`` (``finals``, the final rows, is accepted for
+    compatibility and not needed: both statistics come from ``frame``).
     """
+    cells = cell_values(frame)
     subs: list[Sub] = []
-    subs += [on_par(finals, "C1", p, "vucb-unif", RHOKG) for p in DISCRETE[:2]]
-    subs += [beats(finals, "C2", p, "vucb-unif", RHOKG) for p in DISCRETE[2:]]
-    subs += [beats(finals, "C3", p, "vucb-prob", "vucb-unif") for p in DISCRETE]
-    subs += [beats(finals, "C4", p, "vucb-prob", RHOKG) for p in CONTINUOUS]
-    subs += [beats(finals, "C5", "portfolio-3-2", "vucb-prob", RHOKG)]
-    subs += [beats(finals, "C6", "robot-push-3-2", v, RHOKG) for v in VUCB]
-    subs += [on_par(finals, "C6", "robot-push-3-2", "vucb-unif", "vucb-prob")]
+    for p in DISCRETE[:2]:
+        subs += on_par(cells, "C1", p, "vucb-unif", RHOKG)
+    for p in DISCRETE[2:]:
+        subs += beats(cells, "C2", p, "vucb-unif", RHOKG)
+    for p in DISCRETE:
+        subs += beats(cells, "C3", p, "vucb-prob", "vucb-unif")
+    for p in CONTINUOUS:
+        subs += beats(cells, "C4", p, "vucb-prob", RHOKG)
+    subs += beats(cells, "C5", "portfolio-3-2", "vucb-prob", RHOKG)
+    for v in VUCB:
+        subs += beats(cells, "C6", "robot-push-3-2", v, RHOKG)
+    subs += on_par(cells, "C6", "robot-push-3-2", "vucb-unif", "vucb-prob")
     subs += [same_queries(frame, "C7", p, v) for p in DISCRETE for v in VUCB]
-    c8_problems = sorted(set(frame.loc[frame["algorithm"] == RHOKG, "problem"]))
+    c8_problems = sorted(set(cells.loc[cells["arm"] == RHOKG, "problem"]))
     for p in c8_problems:  # the V-UCB variants run there (the paper has no Unif on a continuous Z)
-        ran = [v for v in VUCB if ((frame["problem"] == p) & (frame["algorithm"] == v)).any()]
-        subs += [cheaper(frame, "C8", p, v, RHOKG) for v in ran or ["vucb-prob"]]
+        ran = [v for v in VUCB if ((cells["problem"] == p) & (cells["arm"] == v)).any()]
+        for v in ran or ["vucb-prob"]:
+            subs += cheaper(cells, "C8", p, v, RHOKG)
     if not c8_problems:
-        subs.append(_not_run("C8", "(every problem)", f"vucb-* vs {RHOKG}",
-                             "V-UCB vs rho-KG^apx: per-iteration acquisition time",
-                             "Wilcoxon signed-rank on log10 per-cell median t_acq_s", f"no {RHOKG} cells"))
+        subs.append(Sub("C8", "(every problem)", f"vucb-* vs {RHOKG}", "time", DEFAULT_VARIANT, NOT_RUN, 0,
+                        float("nan"), "", float("nan"),
+                        "Wilcoxon signed-rank on log10 per-cell median t_acq_s",
+                        "V-UCB vs rho-KG^apx: per-iteration acquisition time", f"no {RHOKG} cells"))
+    for p in (*DISCRETE, *CONTINUOUS, *SIMULATED):
+        subs += beats(cells, "C9", p, "vucb-prob", RANDOM)
     return pd.DataFrame([vars(s) for s in subs])
 
 
+def _combine(verdicts: list[str]) -> str:
+    if NOT_REPRODUCED in verdicts:
+        return NOT_REPRODUCED
+    if verdicts and all(v == REPRODUCED for v in verdicts):
+        return REPRODUCED
+    if all(v == NOT_RUN for v in verdicts):
+        return NOT_RUN
+    return INCONCLUSIVE
+
+
+#: The headline statistic of each claim (the others are its second opinion).
+HEADLINE = {"C7": "queries", "C8": "time"}
+
+
 def overall(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim: its statement, overall verdict and counts of sub-claim verdicts."""
+    """One row per claim: its statement; ``verdict`` under the default configuration by the headline
+    statistic (final log10 regret; C7 queries, C8 time) and ``verdict_last10`` by the second; the
+    counts of the default sub-claim verdicts; ``flipped``: whether a variant or the second statistic
+    turns a reproduced into a not reproduced or back on the sub-claims it covers; ``changes``: every
+    variant or statistic whose verdict differs from the default's on the same sub-claims."""
     rows = []
     for claim, statement in CLAIMS.items():
-        verdicts = table.loc[table["claim"] == claim, "verdict"].tolist()
-        if NOT_REPRODUCED in verdicts:
-            verdict = NOT_REPRODUCED
-        elif verdicts and all(v == REPRODUCED for v in verdicts):
-            verdict = REPRODUCED
-        elif all(v == NOT_RUN for v in verdicts):
-            verdict = NOT_RUN
-        else:
-            verdict = INCONCLUSIVE
+        rows_claim = table.loc[table["claim"] == claim]
+        headline = HEADLINE.get(claim, "final")
+        is_default = rows_claim["variant"] == DEFAULT_VARIANT
+        default = rows_claim.loc[is_default & (rows_claim["statistic"] == headline)]
+        verdicts = default["verdict"].tolist()
+        verdict = _combine(verdicts)
+        last10 = rows_claim.loc[is_default & (rows_claim["statistic"] == "last10")]
+        verdict_last10 = _combine(last10["verdict"].tolist()) if not last10.empty else ""
+        changes, flipped = [], False
+        for (variant, statistic), group in rows_claim.groupby(["variant", "statistic"], sort=True):
+            if (variant, statistic) == (DEFAULT_VARIANT, headline):
+                continue
+            group = group.loc[group["verdict"] != NOT_RUN]
+            if group.empty:
+                continue
+            covered = default.loc[default.set_index(["problem", "comparison"]).index.isin(
+                group.set_index(["problem", "comparison"]).index)]
+            base = _combine(covered["verdict"].tolist()) if not covered.empty else NOT_RUN
+            mine = _combine(group["verdict"].tolist())
+            if mine == base:
+                continue
+            where = ", ".join(sorted(set(group["problem"])))
+            changes.append(f"{variant} [{statistic}] on {where}: {base} -> {mine}")
+            flipped |= {base, mine} == {REPRODUCED, NOT_REPRODUCED}
         counts = ", ".join(f"{verdicts.count(v)} {v}"
                            for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN) if verdicts.count(v))
-        rows.append({"claim": claim, "statement": statement, "verdict": verdict, "sub-claims": counts})
+        rows.append({"claim": claim, "statement": statement, "verdict": verdict,
+                     "verdict_last10": verdict_last10, "sub-claims": counts, "flipped": flipped,
+                     "changes": "; ".join(changes)})
     return pd.DataFrame(rows)
+
+
+#: Short forms of the verdicts in the sensitivity table.
+SHORT = {REPRODUCED: "yes", NOT_REPRODUCED: "NO", INCONCLUSIVE: "?", NOT_RUN: "-"}
+
+
+def sensitivity_table(table: pd.DataFrame, claims: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Per sub-claim (rows) and variant (columns): the verdict by the final and by the last-10
+    statistic, "final / last10" in short forms (:data:`SHORT`); variants that never ran on a
+    sub-claim are '-'. C7 and C8 (one statistic, default only or timing) are left out unless named."""
+    keep = table.loc[table["statistic"].isin(STATISTICS)]
+    if claims is not None:
+        keep = keep.loc[keep["claim"].isin(claims)]
+    if keep.empty:
+        return pd.DataFrame()
+    wide = keep.pivot_table(index=["claim", "problem", "comparison", "variant"], columns="statistic",
+                            values="verdict", aggfunc="first")
+    text = (wide["final"].map(SHORT).fillna("-") + " / " + wide["last10"].map(SHORT).fillna("-")).rename("v")
+    out = text.reset_index().pivot_table(index=["claim", "problem", "comparison"], columns="variant",
+                                         values="v", aggfunc="first").fillna("- / -")
+    columns = [DEFAULT_VARIANT, *sorted(c for c in out.columns if c != DEFAULT_VARIANT)]
+    out = out[[c for c in columns if c in out.columns]]
+    out = out.loc[~(out == "- / -").all(axis=1)]
+    return out.reset_index()

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from algorithms.gp import DEFAULT_GP
 from harness.store import read_metadata, read_results, result_files
 
 #: Columns that identify a series (one line of a figure, one side of a paired test).
@@ -34,8 +35,9 @@ class NegativeRegretError(ValueError):
 
 def load_results(out: Path) -> tuple[pd.DataFrame, dict[str, dict]]:
     """The rows of every finished cell under ``out`` (:func:`harness.store.read_results`) with
-    ``iterations`` and ``options`` taken from each file's ``varbo`` metadata, and that metadata by
-    spec hash.
+    ``iterations`` and ``options`` taken from each file's ``varbo`` metadata (``options`` holds the
+    cell's settings, :func:`settings_json`: its GP profile too, when not the default), and that
+    metadata by spec hash.
 
     ``read_results`` passes ``schema=ROW_SCHEMA`` to ``pq.read_table``, which drops the file's
     metadata, so its ``iterations`` come back null and its ``options`` always ``{}``; the metadata is
@@ -46,13 +48,22 @@ def load_results(out: Path) -> tuple[pd.DataFrame, dict[str, dict]]:
     metas = {h: m for h, m in metas.items() if m.get("kind", "bo") == "bo"}  # not timing cells
     iterations = {h: m.get("iterations") for h, m in metas.items()}
     lower_bound = {h: bool(m.get("optimum", {}).get("lower_bound", False)) for h, m in metas.items()}
-    options = {h: json.dumps(dict(m.get("spec", {}).get("options", [])), sort_keys=True)
-               for h, m in metas.items()}
+    options = {h: settings_json(m.get("spec", {})) for h, m in metas.items()}
     if not frame.empty:
         frame["iterations"] = frame["spec_hash"].map(iterations).fillna(frame["iterations"])
         frame["options"] = frame["spec_hash"].map(options).fillna(frame["options"])
         frame["optimum_lower_bound"] = frame["spec_hash"].map(lower_bound).fillna(False).astype(bool)
     return frame, metas
+
+
+def settings_json(spec: dict) -> str:
+    """A cell's non-default settings as the analysis keys them (the ``options`` column): its
+    algorithm options and, when it is not the default, its GP profile as ``gp``, canonical JSON.
+    Cells that differ in either never share a series, and labels and claim variants name both."""
+    settings = dict(spec.get("options", []))
+    if spec.get("gp", DEFAULT_GP) != DEFAULT_GP:
+        settings["gp"] = spec["gp"]
+    return json.dumps(settings, sort_keys=True)
 
 
 def check_regret(frame: pd.DataFrame, tolerance: float = NEGATIVE_TOLERANCE) -> None:

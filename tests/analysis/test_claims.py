@@ -43,9 +43,13 @@ def _table(*frames: pd.DataFrame) -> pd.DataFrame:
     return claims_table(frame, final_rows(frame))
 
 
-def _row(table: pd.DataFrame, claim: str, problem: str, comparison: str) -> pd.Series:
+def _row(table: pd.DataFrame, claim: str, problem: str, comparison: str, variant: str = "default",
+         statistic: str | None = None) -> pd.Series:
+    """The row of one sub-claim, variant and statistic (default: the claim's headline statistic)."""
+    statistic = statistic or {"C7": "queries", "C8": "time"}.get(claim, "final")
     hit = table.loc[(table["claim"] == claim) & (table["problem"] == problem)
-                    & (table["comparison"] == comparison)]
+                    & (table["comparison"] == comparison) & (table["variant"] == variant)
+                    & (table["statistic"] == statistic)]
     assert len(hit) == 1
     return hit.iloc[0]
 
@@ -178,8 +182,105 @@ def test_tost_needs_both_sides_inside_the_margin() -> None:
     assert tost_p(np.full(8, 0.6) + np.linspace(-0.01, 0.01, 8)) == pytest.approx(1.0)
 
 
-def test_claims_use_default_options_only() -> None:
+def test_the_default_variant_uses_default_settings_only() -> None:
     unif = _cells("branin-1-1-discrete", "vucb-unif", BASE)
     kg = _cells("branin-1-1-discrete", "rhokg-apx", BASE).assign(options='{"n_raw": 8}')
-    row = _row(_table(unif, kg), "C1", "branin-1-1-discrete", "vucb-unif vs rhokg-apx")
-    assert row["verdict"] == NOT_RUN and "(10 with other options)" in row["note"]
+    table = _table(unif, kg)
+    row = _row(table, "C1", "branin-1-1-discrete", "vucb-unif vs rhokg-apx")
+    assert row["verdict"] == NOT_RUN and "(10 with other settings)" in row["note"]
+    # the other options are a variant of their own, tested and labelled
+    assert _row(table, "C1", "branin-1-1-discrete", "vucb-unif vs rhokg-apx", "n_raw=8")["verdict"] == REPRODUCED
+
+
+def test_on_par_is_refused_only_when_non_equivalence_is_shown() -> None:
+    from analysis.claims import non_equivalence_p
+
+    problem, pair = "branin-1-1-discrete", "vucb-unif vs rhokg-apx"
+    unif = _cells(problem, "vucb-unif", BASE)
+    # a median difference of 0.6 with a spread of 1: the two-sided test rejects zero, yet nothing
+    # shows the difference exceeds the margin 0.5, so it is inconclusive (it was "not reproduced")
+    spread = np.linspace(-1, 1, 10)
+    d = 0.6 + spread + np.where(spread > 0, 0.4, 0.0)
+    near = _cells(problem, "rhokg-apx", BASE - d)
+    row = _row(_table(unif, near), "C1", problem, pair)
+    assert signed_rank_p(d, "two-sided") < 0.05 < non_equivalence_p(d)
+    assert row["verdict"] == INCONCLUSIVE
+    # clearly beyond the margin: shown apart, and the p-value is twice scipy's one-sided exact one
+    far_d = 2.0 + RNG.normal(0, 0.1, 10)
+    row = _row(_table(unif, _cells(problem, "rhokg-apx", BASE - far_d)), "C1", problem, pair)
+    assert row["verdict"] == NOT_REPRODUCED and "non-equivalence" in row["note"]
+    want = 2 * stats.wilcoxon(far_d - 0.5, alternative="greater", method="exact").pvalue
+    assert non_equivalence_p(far_d) == pytest.approx(want)
+
+
+def _long_cells(problem: str, algorithm: str, curves: np.ndarray, options: str = "{}") -> pd.DataFrame:
+    """Cells with ``curves.shape[1] - 1`` iterations: seed s has log10 regret curves[s, t] at t."""
+    rows = [{"problem": problem, "algorithm": algorithm, "alpha": 0.1, "target": "var", "options": options,
+             "iterations": curves.shape[1] - 1, "seed": seed, "iteration": t, "regret": 10.0 ** value,
+             "optimum": 1.0, "x": np.array([0.5]), "z": np.array([0.5]), "t_acq_s": 0.1, "lv_count": 1}
+            for seed, curve in enumerate(curves) for t, value in enumerate(curve)]
+    return pd.DataFrame(rows)
+
+
+def test_the_second_statistic_is_the_mean_over_the_last_ten_iterations() -> None:
+    rng = np.random.default_rng(7)
+    problem = "hartmann-1-2-discrete"
+    a = rng.normal(-2, 1, (8, 16))
+    b = rng.normal(-1, 1, (8, 16))
+    table = _table(_long_cells(problem, "vucb-prob", a), _long_cells(problem, "vucb-unif", b))
+    row = _row(table, "C3", problem, "vucb-prob vs vucb-unif", statistic="last10")
+    d = a[:, -10:].mean(axis=1) - b[:, -10:].mean(axis=1)  # iterations 6..15
+    assert row["effect_value"] == pytest.approx(np.median(d))
+    assert row["p_value"] == pytest.approx(signed_rank_p(d, "less"))
+    final = _row(table, "C3", problem, "vucb-prob vs vucb-unif", statistic="final")
+    assert final["effect_value"] == pytest.approx(np.median(a[:, -1] - b[:, -1]))
+
+
+def test_variants_pair_like_with_like() -> None:
+    problem = "hartmann-1-2-discrete"
+    frames = [
+        _cells(problem, "vucb-prob", BASE - 1),
+        _cells(problem, "vucb-unif", BASE),
+        _cells(problem, "vucb-prob", BASE - 1).assign(options='{"beta": "authors"}'),
+        _cells(problem, "vucb-unif", BASE).assign(options='{"beta": "authors"}'),
+        _cells(problem, "vucb-prob", BASE + 1).assign(options='{"gp": "borisk"}'),
+        _cells(problem, "vucb-unif", BASE).assign(options='{"gp": "borisk"}'),
+        _cells(problem, "rhokg-apx", BASE + 1),
+        _cells(problem, "rhokg-apx-released", BASE - 1),
+        _cells(problem, "rhokg-apx-released", BASE - 1).assign(options='{"gp": "borisk"}'),
+    ]
+    table = _table(*frames)
+    c3 = table.loc[(table["claim"] == "C3") & (table["problem"] == problem) & (table["statistic"] == "final")]
+    # beta=authors meets beta=authors only; gp=borisk meets gp=borisk only
+    assert sorted(c3["variant"]) == ["beta=authors", "default", "gp=borisk"]
+    assert _row(table, "C3", problem, "vucb-prob vs vucb-unif", "gp=borisk")["verdict"] == NOT_REPRODUCED
+    c2 = table.loc[(table["claim"] == "C2") & (table["problem"] == problem) & (table["statistic"] == "final")]
+    # no shared option between V-UCB and rho-KG^apx: every combination under one GP profile
+    assert sorted(c2["variant"]) == sorted(["default", "beta=authors", "rhokg-apx-released",
+                                            "rhokg-apx-released, beta=authors", "gp=borisk, rhokg-apx-released"])
+    assert _row(table, "C2", problem, "vucb-unif vs rhokg-apx")["verdict"] == REPRODUCED
+    assert _row(table, "C2", problem, "vucb-unif vs rhokg-apx", "rhokg-apx-released")["verdict"] == NOT_REPRODUCED
+    verdicts = overall(table).set_index("claim")
+    assert verdicts.loc["C2", "verdict"] == INCONCLUSIVE  # reproduced on one problem, not run on the other
+    assert verdicts.loc["C2", "flipped"]
+    assert "rhokg-apx-released [final] on hartmann-1-2-discrete: reproduced -> not reproduced" in (
+        verdicts.loc["C2", "changes"])
+
+
+def test_random_search_is_the_floor_of_claim_c9() -> None:
+    prob = _cells("goldstein-1-1-continuous", "vucb-prob", BASE - 1)
+    rand = _cells("goldstein-1-1-continuous", "random", BASE)
+    table = _table(prob, rand)
+    assert _row(table, "C9", "goldstein-1-1-continuous", "vucb-prob vs random")["verdict"] == REPRODUCED
+    assert overall(table).set_index("claim").loc["C9", "verdict"] == INCONCLUSIVE  # others not run
+
+
+def test_sensitivity_table_has_one_column_per_variant() -> None:
+    from analysis.claims import sensitivity_table
+
+    problem = "hartmann-1-2-discrete"
+    table = _table(_cells(problem, "vucb-unif", BASE), _cells(problem, "rhokg-apx", BASE + 1),
+                   _cells(problem, "rhokg-apx-released", BASE - 1))
+    wide = sensitivity_table(table, ("C2",)).set_index("problem")
+    assert list(wide.columns) == ["claim", "comparison", "default", "rhokg-apx-released"]
+    assert wide.loc[problem, "default"] == "yes / yes" and wide.loc[problem, "rhokg-apx-released"] == "NO / NO"
