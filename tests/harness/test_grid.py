@@ -37,6 +37,29 @@ def test_smoke_grid_is_every_registered_problem_and_algorithm_with_two_seeds() -
     assert all(c.iterations is not None and 1 <= c.iterations <= 5 for c in cells)
 
 
+def test_sensitivity_grid_is_the_issue_s_design() -> None:
+    from harness.grid import SENSITIVITY_RHOKG_OPTIONS, sensitivity_grid
+
+    cells = sensitivity_grid().cells
+    assert len(cells) == len(set(cells)) == 300
+    assert {c.problem for c in cells} == {"branin-1-1-discrete", "hartmann-1-2-discrete"}
+    assert all(c.iterations == 60 and c.alpha is None and c.seed in range(10) for c in cells)
+    configs = {(c.problem, c.algorithm, c.gp, tuple(c.options)) for c in cells}
+    for problem in ("branin-1-1-discrete", "hartmann-1-2-discrete"):
+        for gp in ("paper", "borisk"):
+            for v in ("vucb-unif", "vucb-prob"):
+                assert (problem, v, gp, ()) in configs and (problem, v, gp, (("beta", "authors"),)) in configs
+            for kg in ("rhokg-apx", "rhokg-apx-released"):
+                assert (problem, kg, gp, tuple(sorted(SENSITIVITY_RHOKG_OPTIONS.items()))) in configs
+            assert (problem, "random", gp, ()) in configs
+    # the decisive pair at full effort, and the default cells are the paper grid's
+    assert ("hartmann-1-2-discrete", "rhokg-apx-released", "paper", ()) in configs
+    assert ("branin-1-1-discrete", "rhokg-apx", "paper", ()) not in configs
+    paper = set(paper_grid().cells)
+    shared = [c for c in cells if c.gp == "paper" and not c.options and c.algorithm != "rhokg-apx-released"]
+    assert shared and all(c in paper for c in shared)
+
+
 def test_paper_grid_covers_every_figure_by_name() -> None:
     cells = paper_grid().cells
     triples = [(c.problem, c.algorithm, c.alpha) for c in cells]
@@ -46,11 +69,13 @@ def test_paper_grid_covers_every_figure_by_name() -> None:
         + [("portfolio-3-2", a, None) for a in ("vucb-prob", "rhokg-apx")]
         + [("robot-push-3-2", a, None) for a in ("vucb-unif", "vucb-prob", "rhokg-apx")]
         + [(p, a, build_problem(p, with_optimum=False).z.min_mass / 2)
-           for p in DISCRETE for a in ("stableopt", "vucb-unif", "vucb-prob")]
+           for p in DISCRETE for a in ("stableopt", "vucb-unif", "vucb-prob", "random")]
+        # random search, the floor, on every problem
+        + [(p, "random", None) for p in (*DISCRETE, *CONTINUOUS, "portfolio-3-2", "robot-push-3-2")]
     )
     assert sorted(set(triples), key=str) == sorted(expected, key=str)
     assert all(triples.count(t) == 10 for t in expected)  # 10 seeds each, 0..9
-    assert len(cells) == 370 == len(set(cells))
+    assert len(cells) == 510 == len(set(cells))
     for c in cells:
         assert c.seed in range(10)
         assert c.iterations == {"portfolio-3-2": 80, "robot-push-3-2": 100}.get(c.problem, 60)
@@ -191,14 +216,14 @@ def test_list_and_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture,
     listing = capsys.readouterr().out
     words = listing.split()
     assert words[words.index("smoke") + 1] == str(len(smoke_grid().cells))
-    assert words[words.index("paper") + 1] == "370"
+    assert words[words.index("paper") + 1] == "510"
     out = tmp_path / "never"
     assert main(["--grid", "paper", "--dry-run", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert not out.exists()
     available = sum(unavailable_reason(c) is None for c in paper_grid().cells)
     assert text.count("\n  to run ") == available
-    assert text.count("\n  not available ") == 370 - available
+    assert text.count("\n  not available ") == 510 - available
     assert "robot-push-3-2 x rhokg-apx: 10 cells" in text
     assert "to run: " in text and "CPU time" in text
 
