@@ -224,9 +224,16 @@ def _settings(options: str, algorithm: str) -> str:
     return json.dumps(settings, sort_keys=True)
 
 
+#: Options that read better as one word in a variant's name: the reduced rho-KG^apx search effort of
+#: the smoke and sensitivity grids.
+NAMED_OPTIONS = {"reduced effort": {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}}
+
+
 def variant_label(a: dict, b: dict) -> str:
     """The non-default settings of two paired sides, each named once: ``gp=...`` first, then an
-    aliased algorithm by name, then options as ``name=value``; ``default`` when there are none."""
+    aliased algorithm by name, then options as ``name=value`` (the sets in :data:`NAMED_OPTIONS` by
+    their name); ``default`` when there are none."""
+    a, b = _named(a), _named(b)
     parts = []
     if "gp" in a:
         parts.append(f"gp={a['gp']}")
@@ -235,10 +242,18 @@ def variant_label(a: dict, b: dict) -> str:
             parts.append(side["algorithm"])
     for side in (a, b):
         for key, value in sorted(side.items()):
-            part = f"{key}={value}"
+            part = key if value is True and key in NAMED_OPTIONS else f"{key}={value}"
             if key not in ("gp", "algorithm") and part not in parts:
                 parts.append(part)
     return ", ".join(parts) or DEFAULT_VARIANT
+
+
+def _named(settings: dict) -> dict:
+    for name, options in NAMED_OPTIONS.items():
+        if all(settings.get(k) == v for k, v in options.items()):
+            settings = {k: v for k, v in settings.items() if k not in options}
+            settings[name] = True
+    return settings
 
 
 def _compatible(a: dict, b: dict, shared: set[str]) -> bool:
@@ -544,7 +559,10 @@ def overall(table: pd.DataFrame) -> pd.DataFrame:
             if mine == base:
                 continue
             where = ", ".join(sorted(set(group["problem"])))
-            changes.append(f"{variant} [{statistic}] on {where}: {base} -> {mine}")
+            if base == NOT_RUN:
+                changes.append(f"{variant} [{statistic}] on {where}: {mine} (default not run there)")
+            else:
+                changes.append(f"{variant} [{statistic}] on {where}: {base} -> {mine}")
             flipped |= {base, mine} == {REPRODUCED, NOT_REPRODUCED}
         counts = ", ".join(f"{verdicts.count(v)} {v}"
                            for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN) if verdicts.count(v))
@@ -559,20 +577,23 @@ SHORT = {REPRODUCED: "yes", NOT_REPRODUCED: "NO", INCONCLUSIVE: "?", NOT_RUN: "-
 
 
 def sensitivity_table(table: pd.DataFrame, claims: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """Per sub-claim (rows) and variant (columns): the verdict by the final and by the last-10
-    statistic, "final / last10" in short forms (:data:`SHORT`); variants that never ran on a
-    sub-claim are '-'. C7 and C8 (one statistic, default only or timing) are left out unless named."""
+    """One row per variant (the default first), one column per sub-claim (``C1 problem: A vs B``):
+    the verdict by the final and by the last-10 statistic, "final / last10" in short forms
+    (:data:`SHORT`; '-' where the variant did not run on that sub-claim). C7 and C8 (one statistic,
+    default only or timing) are left out unless named."""
     keep = table.loc[table["statistic"].isin(STATISTICS)]
     if claims is not None:
         keep = keep.loc[keep["claim"].isin(claims)]
     if keep.empty:
         return pd.DataFrame()
-    wide = keep.pivot_table(index=["claim", "problem", "comparison", "variant"], columns="statistic",
-                            values="verdict", aggfunc="first")
+    keep = keep.assign(sub_claim=keep["claim"] + " " + keep["problem"] + ": " + keep["comparison"])
+    wide = keep.pivot_table(index=["variant", "sub_claim"], columns="statistic", values="verdict",
+                            aggfunc="first")
     text = (wide["final"].map(SHORT).fillna("-") + " / " + wide["last10"].map(SHORT).fillna("-")).rename("v")
-    out = text.reset_index().pivot_table(index=["claim", "problem", "comparison"], columns="variant",
-                                         values="v", aggfunc="first").fillna("- / -")
-    columns = [DEFAULT_VARIANT, *sorted(c for c in out.columns if c != DEFAULT_VARIANT)]
-    out = out[[c for c in columns if c in out.columns]]
-    out = out.loc[~(out == "- / -").all(axis=1)]
+    out = text.reset_index().pivot_table(index="variant", columns="sub_claim", values="v",
+                                         aggfunc="first").fillna("- / -")
+    out = out.loc[:, ~(out == "- / -").all(axis=0)]
+    order = [DEFAULT_VARIANT, *sorted(v for v in out.index if v != DEFAULT_VARIANT)]
+    out = out.reindex([v for v in order if v in out.index])
+    out.columns.name = None
     return out.reset_index()

@@ -189,7 +189,8 @@ def test_the_default_variant_uses_default_settings_only() -> None:
     row = _row(table, "C1", "branin-1-1-discrete", "vucb-unif vs rhokg-apx")
     assert row["verdict"] == NOT_RUN and "(10 with other settings)" in row["note"]
     # the other options are a variant of their own, tested and labelled
-    assert _row(table, "C1", "branin-1-1-discrete", "vucb-unif vs rhokg-apx", "n_raw=8")["verdict"] == REPRODUCED
+    variant = _row(table, "C1", "branin-1-1-discrete", "vucb-unif vs rhokg-apx", "n_raw=8")
+    assert variant["verdict"] == REPRODUCED
 
 
 def test_on_par_is_refused_only_when_non_equivalence_is_shown() -> None:
@@ -257,9 +258,11 @@ def test_variants_pair_like_with_like() -> None:
     c2 = table.loc[(table["claim"] == "C2") & (table["problem"] == problem) & (table["statistic"] == "final")]
     # no shared option between V-UCB and rho-KG^apx: every combination under one GP profile
     assert sorted(c2["variant"]) == sorted(["default", "beta=authors", "rhokg-apx-released",
-                                            "rhokg-apx-released, beta=authors", "gp=borisk, rhokg-apx-released"])
+                                            "rhokg-apx-released, beta=authors",
+                                            "gp=borisk, rhokg-apx-released"])
     assert _row(table, "C2", problem, "vucb-unif vs rhokg-apx")["verdict"] == REPRODUCED
-    assert _row(table, "C2", problem, "vucb-unif vs rhokg-apx", "rhokg-apx-released")["verdict"] == NOT_REPRODUCED
+    released = _row(table, "C2", problem, "vucb-unif vs rhokg-apx", "rhokg-apx-released")
+    assert released["verdict"] == NOT_REPRODUCED
     verdicts = overall(table).set_index("claim")
     assert verdicts.loc["C2", "verdict"] == INCONCLUSIVE  # reproduced on one problem, not run on the other
     assert verdicts.loc["C2", "flipped"]
@@ -281,6 +284,17 @@ def test_sensitivity_table_has_one_column_per_variant() -> None:
     problem = "hartmann-1-2-discrete"
     table = _table(_cells(problem, "vucb-unif", BASE), _cells(problem, "rhokg-apx", BASE + 1),
                    _cells(problem, "rhokg-apx-released", BASE - 1))
-    wide = sensitivity_table(table, ("C2",)).set_index("problem")
-    assert list(wide.columns) == ["claim", "comparison", "default", "rhokg-apx-released"]
-    assert wide.loc[problem, "default"] == "yes / yes" and wide.loc[problem, "rhokg-apx-released"] == "NO / NO"
+    wide = sensitivity_table(table, ("C2",)).set_index("variant")
+    column = "C2 hartmann-1-2-discrete: vucb-unif vs rhokg-apx"
+    assert list(wide.index) == ["default", "rhokg-apx-released"] and list(wide.columns) == [column]
+    assert wide.loc["default", column] == "yes / yes" and wide.loc["rhokg-apx-released", column] == "NO / NO"
+
+
+def test_the_reduced_search_effort_is_named_as_such() -> None:
+    from analysis.claims import variant_label
+
+    effort = {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}
+    assert variant_label({"beta": "authors"}, {**effort, "algorithm": "rhokg-apx-released"}) == (
+        "rhokg-apx-released, beta=authors, reduced effort")
+    partly = variant_label({}, {**effort, "maxiter": 50})
+    assert partly == "maxiter=50, raw_per_restart=10, restarts_per_dim=2"
