@@ -532,9 +532,10 @@ HEADLINE = {"C7": "queries", "C8": "time"}
 def overall(table: pd.DataFrame) -> pd.DataFrame:
     """One row per claim: its statement; ``verdict`` under the default configuration by the headline
     statistic (final log10 regret; C7 queries, C8 time) and ``verdict_last10`` by the second; the
-    counts of the default sub-claim verdicts; ``flipped``: whether a variant or the second statistic
-    turns a reproduced into a not reproduced or back on the sub-claims it covers; ``changes``: every
-    variant or statistic whose verdict differs from the default's on the same sub-claims."""
+    counts of the default sub-claim verdicts; ``changes``: each sub-claim where a variant, or the
+    second statistic, gives another verdict than the default configuration by the same statistic
+    (or runs where the default did not); ``flipped``: whether any of these turns reproduced into not
+    reproduced or back."""
     rows = []
     for claim, statement in CLAIMS.items():
         rows_claim = table.loc[table["claim"] == claim]
@@ -542,34 +543,49 @@ def overall(table: pd.DataFrame) -> pd.DataFrame:
         is_default = rows_claim["variant"] == DEFAULT_VARIANT
         default = rows_claim.loc[is_default & (rows_claim["statistic"] == headline)]
         verdicts = default["verdict"].tolist()
-        verdict = _combine(verdicts)
         last10 = rows_claim.loc[is_default & (rows_claim["statistic"] == "last10")]
         verdict_last10 = _combine(last10["verdict"].tolist()) if not last10.empty else ""
-        changes, flipped = [], False
-        for (variant, statistic), group in rows_claim.groupby(["variant", "statistic"], sort=True):
-            if (variant, statistic) == (DEFAULT_VARIANT, headline):
-                continue
-            group = group.loc[group["verdict"] != NOT_RUN]
-            if group.empty:
-                continue
-            covered = default.loc[default.set_index(["problem", "comparison"]).index.isin(
-                group.set_index(["problem", "comparison"]).index)]
-            base = _combine(covered["verdict"].tolist()) if not covered.empty else NOT_RUN
-            mine = _combine(group["verdict"].tolist())
-            if mine == base:
-                continue
-            where = ", ".join(sorted(set(group["problem"])))
-            if base == NOT_RUN:
-                changes.append(f"{variant} [{statistic}] on {where}: {mine} (default not run there)")
-            else:
-                changes.append(f"{variant} [{statistic}] on {where}: {base} -> {mine}")
-            flipped |= {base, mine} == {REPRODUCED, NOT_REPRODUCED}
+        changes, flipped = _changes(rows_claim, headline)
         counts = ", ".join(f"{verdicts.count(v)} {v}"
                            for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN) if verdicts.count(v))
-        rows.append({"claim": claim, "statement": statement, "verdict": verdict,
+        rows.append({"claim": claim, "statement": statement, "verdict": _combine(verdicts),
                      "verdict_last10": verdict_last10, "sub-claims": counts, "flipped": flipped,
                      "changes": "; ".join(changes)})
     return pd.DataFrame(rows)
+
+
+def _changes(rows: pd.DataFrame, headline: str) -> tuple[list[str], bool]:
+    """What the variants and the second statistic change, sub-claim by sub-claim (see :func:`overall`)."""
+    several = rows["comparison"].nunique() > 1
+    by_key = {(r.variant, r.problem, r.comparison, r.statistic): r.verdict for r in rows.itertuples()}
+    changes, flipped = [], False
+    for (variant, problem, comparison), group in rows.groupby(["variant", "problem", "comparison"],
+                                                              sort=True):
+        where = f"{problem} ({comparison})" if several else problem
+        if variant == DEFAULT_VARIANT:  # the second statistic against the headline one
+            base = by_key.get((variant, problem, comparison, headline), NOT_RUN)
+            for statistic in group["statistic"]:
+                mine = by_key[(variant, problem, comparison, statistic)]
+                if statistic != headline and NOT_RUN not in (base, mine) and mine != base:
+                    changes.append(f"{statistic} instead of {headline} on {where}: {base} -> {mine}")
+                    flipped |= {base, mine} == {REPRODUCED, NOT_REPRODUCED}
+            continue
+        parts, alone = [], True
+        for statistic in group["statistic"]:
+            mine = by_key[(variant, problem, comparison, statistic)]
+            base = by_key.get((DEFAULT_VARIANT, problem, comparison, statistic), NOT_RUN)
+            if mine == NOT_RUN:
+                continue
+            if base == NOT_RUN:
+                parts.append(f"{statistic} {mine}")
+            elif mine != base:
+                alone = False
+                parts.append(f"{statistic} {base} -> {mine}")
+                flipped |= {base, mine} == {REPRODUCED, NOT_REPRODUCED}
+        if parts:
+            changes.append(f"{variant} on {where}: " + ", ".join(parts)
+                           + (" (default not run there)" if alone else ""))
+    return changes, flipped
 
 
 #: Short forms of the verdicts in the sensitivity table.

@@ -266,8 +266,17 @@ def test_variants_pair_like_with_like() -> None:
     verdicts = overall(table).set_index("claim")
     assert verdicts.loc["C2", "verdict"] == INCONCLUSIVE  # reproduced on one problem, not run on the other
     assert verdicts.loc["C2", "flipped"]
-    assert "rhokg-apx-released [final] on hartmann-1-2-discrete: reproduced -> not reproduced" in (
+    assert ("rhokg-apx-released on hartmann-1-2-discrete: final reproduced -> not reproduced, "
+            "last10 reproduced -> not reproduced") in verdicts.loc["C2", "changes"]
+    # gp=borisk pairs V-UCB Unif with rhokg-apx-released under that GP; compared with the default
+    assert "gp=borisk, rhokg-apx-released on hartmann-1-2-discrete: final reproduced -> not reproduced" in (
         verdicts.loc["C2", "changes"])
+    # a variant where the default did not run is said to be alone
+    alone = overall(_table(*frames[6:8], _cells("hartmann-2-1-discrete", "vucb-unif", BASE),
+                           _cells("hartmann-2-1-discrete", "rhokg-apx-released", BASE - 1)))
+    assert ("rhokg-apx-released on hartmann-2-1-discrete: final not reproduced, last10 not reproduced "
+            "(default not run there)") in alone.set_index("claim").loc["C2", "changes"]
+    assert verdicts.loc["C3", "changes"].startswith("gp=borisk on hartmann-1-2-discrete: final reproduced ->")
 
 
 def test_random_search_is_the_floor_of_claim_c9() -> None:
