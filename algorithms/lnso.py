@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from algorithms.base import positive_float, positive_int
 from algorithms.pinball import pinball_loss
 
 #: ``(X, Z) -> values``: h at every (x, z) pair, ``S x k x d_x`` and ``m x d_z`` -> ``S x k x m``.
@@ -60,12 +61,9 @@ class LNSOSettings:
 
     def __post_init__(self) -> None:
         for key in ("hidden", "n_x", "n_z", "train_steps", "retrain_steps", "x_steps"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"LNSO: {key} must be a positive integer, got {value!r}")
+            positive_int("LNSO", key, getattr(self, key))
         for key in ("radius", "lr_g", "lr_x"):
-            if not float(getattr(self, key)) > 0:
-                raise ValueError(f"LNSO: {key} must be positive, got {getattr(self, key)!r}")
+            positive_float("LNSO", key, getattr(self, key))
 
 
 class BatchedMLP:

@@ -48,7 +48,7 @@ from botorch.models import SingleTaskGP
 from botorch.utils.sampling import draw_sobol_normal_samples
 from torch import Tensor
 
-from algorithms.base import Algorithm, Proposal, Recommendation
+from algorithms.base import Algorithm, Proposal, Recommendation, positive_float, positive_int
 from algorithms.gp import PosteriorMarginals
 from problems import DiscreteZ, Problem
 from problems.risk import weighted_var
@@ -504,8 +504,8 @@ class RhoKGApx(Algorithm):
                            "raw_per_restart": raw_per_restart, "maxiter": maxiter,
                            "batch_size": batch_size, "tts_frequency": tts_frequency,
                            "num_w_samples": num_w_samples}.items():
-            if int(value) != value or value < 1:
-                raise ValueError(f"{self.name}: {key} must be a positive integer, got {value}")
+            positive_int(self.name, key, value)
+        positive_float(self.name, "eta", eta, allow_zero=True)
         for key, value, valid in (("acq_weights", acq_weights, ACQ_WEIGHTS),
                                   ("refine", refine, REFINE), ("tts_reset", tts_reset, TTS_RESET)):
             if value not in valid:

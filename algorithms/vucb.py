@@ -26,7 +26,7 @@ import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
-from algorithms.base import Algorithm, Proposal, Recommendation
+from algorithms.base import Algorithm, Proposal, Recommendation, positive_float, positive_int
 from algorithms.gp import PosteriorMarginals, beta_paper
 from algorithms.lacing import lacing_value_search
 from algorithms.lnso import LNSOSettings, lnso_maximize
@@ -51,9 +51,9 @@ def beta_schedule(beta: str | float) -> callable:
         return beta_paper
     if beta == "authors":
         return lambda t: 9.0
-    value = float(beta)
-    if not value > 0:
-        raise ValueError(f"beta must be positive, got {beta}")
+    value = positive_float("V-UCB", "beta", beta) if not isinstance(beta, str) else None
+    if value is None:
+        raise ValueError(f"V-UCB: beta must be 'paper', 'authors' or a positive finite number, got {beta!r}")
     return lambda t: value
 
 
@@ -62,8 +62,7 @@ def check_search_options(name: str, n_raw: int | None, n_restarts: int, maxiter:
     for key, value in (("n_raw", n_raw), ("n_restarts", n_restarts), ("maxiter", maxiter)):
         if value is None and key == "n_raw":
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}: {key} must be a positive integer, got {value!r}")
+        positive_int(name, key, value)
 
 
 def require_discrete(problem: Problem, name: str) -> DiscreteZ:
@@ -172,10 +171,9 @@ class ContinuousSettings:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "lv_lr":
-                if not float(value) > 0:
-                    raise ValueError(f"lv_lr must be positive, got {value!r}")
-            elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{f.name} must be a positive integer, got {value!r}")
+                positive_float("V-UCB", f.name, value)
+            else:
+                positive_int("V-UCB", f.name, value)
 
 
 _CONTINUOUS_OPTIONS = {f.name for f in fields(ContinuousSettings)} | {

@@ -17,7 +17,7 @@ import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
-from algorithms.base import Algorithm, Proposal, Recommendation
+from algorithms.base import Algorithm, Proposal, Recommendation, positive_int
 from algorithms.gp import PosteriorMarginals
 from algorithms.vucb import (
     beta_schedule,
@@ -49,8 +49,7 @@ class VUCBProbSAA(Algorithm):
         super().__init__(problem, seed_root)
         if not isinstance(problem.z, TruncatedNormalZ):
             raise ValueError(f"{self.name} needs a continuous Z; {problem.name} has a discrete one")
-        if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
-            raise ValueError(f"{self.name}: n_samples must be a positive integer, got {n_samples!r}")
+        positive_int(self.name, "n_samples", n_samples)
         check_search_options(self.name, n_raw, n_restarts, maxiter)
         self.z = problem.z
         self.beta = beta_schedule(beta)

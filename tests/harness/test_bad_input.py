@@ -62,6 +62,23 @@ BAD_CALLS = [
     (["--problem", "branin-1-1-discrete", "--algorithm", "vucb-prob", "--option", "beta"], "NAME=VALUE"),
     (["--problem", "branin-1-1-discrete", "--algorithm", "random", "--iterations", "2",
       "--iterations", "x"], "iterations"),
+    # option values of the wrong type or out of range fail here, not when the cell runs
+    (["--problem", "branin-1-1-discrete", "--algorithm", "rhokg-apx", "--option", "maxiter=Infinity"],
+     "maxiter must be a positive integer"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "rhokg-apx", "--option", "restarts_per_dim=2.0"],
+     "restarts_per_dim must be a positive integer"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "rhokg-apx", "--option", 'eta="fast"'],
+     "eta must be"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "rhokg-apx-released", "--option", "refine=top"],
+     "refine must be one of best, worst"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "vucb-prob", "--option", "beta=inf"],
+     "beta must be"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "vucb-prob", "--option", "beta=1e999"],
+     "beta must be"),
+    (["--problem", "branin-1-1-discrete", "--algorithm", "random", "--gp", "nope"], "unknown GP profile"),
+    (["--grid", "{grid}", "--gp", "nope"], "unknown GP profile"),
+    (["--grid", "{inf_grid}"], "maxiter must be a positive integer"),
+    (["--grid", "{gp_grid}"], "gp must be one of"),
 ]
 
 
@@ -74,7 +91,12 @@ def test_bad_calls_leave_an_existing_folder_untouched(
     grid.write_text(GRID)
     bad_grid = tmp_path / "bad.toml"
     bad_grid.write_text(GRID + "alpha = 1.0\n")
-    argv = [a.format(grid=grid, bad_grid=bad_grid, port=_free_port()) for a in args]
+    inf_grid = tmp_path / "inf.toml"
+    inf_grid.write_text(GRID.replace('"random"', '"rhokg-apx"') + "options = { maxiter = inf }\n")
+    gp_grid = tmp_path / "gp.toml"
+    gp_grid.write_text(GRID + 'gp = "nope"\n')
+    argv = [a.format(grid=grid, bad_grid=bad_grid, inf_grid=inf_grid, gp_grid=gp_grid, port=_free_port())
+            for a in args]
     before = snapshot(folder)
     code = main([*argv, "--out", str(folder)])
     err = capsys.readouterr().err
