@@ -303,7 +303,8 @@ def parse_grid(data: dict, name: str) -> Grid:
     if unknown:
         raise GridError(f"unknown key {sorted(unknown)[0]!r}; valid: {', '.join(sorted(_TOP_KEYS))}")
     name = data.get("name", name)
-    if not isinstance(name, str) or not name or "/" in name or name.startswith((".", "_")):
+    if (not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith((".", "_"))
+            or not name.isprintable()):
         raise GridError(f"name must be a plain folder name, got {name!r}")
     defaults = {
         "seeds": _seeds(data.get("seeds", 1), "seeds"),
@@ -357,6 +358,8 @@ def load_grid_file(path: Path) -> Grid:
         raise GridError(f"cannot read grid file {path}: {error.strerror or error}") from None
     except tomllib.TOMLDecodeError as error:
         raise GridError(f"{path} is not valid TOML: {error}") from None
+    except UnicodeDecodeError as error:  # TOML is UTF-8 text
+        raise GridError(f"{path} is not UTF-8 text (byte {error.start}): not a TOML grid file") from None
     try:
         return parse_grid(data, path.stem)
     except GridError as error:

@@ -79,6 +79,8 @@ BAD_CALLS = [
     (["--grid", "{grid}", "--gp", "nope"], "unknown GP profile"),
     (["--grid", "{inf_grid}"], "maxiter must be a positive integer"),
     (["--grid", "{gp_grid}"], "gp must be one of"),
+    (["--grid", "{latin1_grid}"], "not UTF-8"),
+    (["--grid", "{nul_grid}"], "plain folder name"),
 ]
 
 
@@ -95,7 +97,12 @@ def test_bad_calls_leave_an_existing_folder_untouched(
     inf_grid.write_text(GRID.replace('"random"', '"rhokg-apx"') + "options = { maxiter = inf }\n")
     gp_grid = tmp_path / "gp.toml"
     gp_grid.write_text(GRID + 'gp = "nope"\n')
-    argv = [a.format(grid=grid, bad_grid=bad_grid, inf_grid=inf_grid, gp_grid=gp_grid, port=_free_port())
+    latin1_grid = tmp_path / "latin1.toml"
+    latin1_grid.write_bytes(GRID.encode() + 'name = "r\u00e9sultats"\n'.encode("latin-1"))
+    nul_grid = tmp_path / "nul.toml"
+    nul_grid.write_text('name = "a\\u0000b"\n' + GRID)
+    argv = [a.format(grid=grid, bad_grid=bad_grid, inf_grid=inf_grid, gp_grid=gp_grid, port=_free_port(),
+                     latin1_grid=latin1_grid, nul_grid=nul_grid)
             for a in args]
     before = snapshot(folder)
     code = main([*argv, "--out", str(folder)])
