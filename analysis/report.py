@@ -23,6 +23,7 @@ import base64
 import html
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -392,6 +393,15 @@ def main(argv: list[str] | None = None) -> int:
     local = isinstance(args.results, Path) and type(args.results).__module__ == "pathlib"
     default = args.results / "_report" if local else Path(f"{args.results.name}-report")
     out = args.out if args.out is not None else default
+    try:  # a folder the report cannot write into: one line before anything is read or drawn
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+            pass
+    except OSError as error:
+        hint = "" if args.out is not None else "; write it elsewhere with --out DIR"
+        print(f"analysis.report: error: cannot write the report to {out}: {error.strerror or error}{hint}",
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
         build_report(args.results, out, args.floor)
     except NegativeRegretError as error:

@@ -114,3 +114,26 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     assert main([str(tmp_path / "nowhere")]) == 2
     assert main([str(tmp_path)]) == 2  # no finished cells
     assert capsys.readouterr().err.count("analysis.report: error:") == 2
+
+
+def test_a_results_folder_the_report_cannot_write_into_is_one_line(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture) -> None:
+    import os
+
+    from harness.store import write_cell
+
+    spec = CellSpec.make("branin-1-1-discrete", "random", 0, 1)
+    results = tmp_path / "results"
+    write_cell(results, spec, run_cell(spec))
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the report folder would go")
+    code = main([str(results), "--out", str(blocked / "report")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "cannot write the report" in err
+    if os.geteuid() != 0:  # root writes anywhere: the permission case needs an ordinary user
+        results.chmod(0o555)
+        try:
+            assert main([str(results)]) == 2
+            assert "--out DIR" in capsys.readouterr().err
+        finally:
+            results.chmod(0o755)
