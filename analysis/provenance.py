@@ -14,7 +14,13 @@ from pathlib import Path
 import pandas as pd
 
 from harness.grid import unavailable_reason
-from harness.store import failure_files, read_failure, read_manifest, spec_hash
+from harness.store import (
+    DamagedFileError,
+    failure_files,
+    read_failure,
+    read_manifest,
+    spec_hash,
+)
 
 _ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas", "pyarrow", "matplotlib", "seaborn")
 
@@ -53,13 +59,24 @@ def cell_status(out: Path, metas: dict[str, dict]) -> dict:
     failed_rows = []
     failed_hashes = set()
     for path in failure_files(out):
-        record = read_failure(path)
+        try:
+            record = read_failure(path)
+        except DamagedFileError as error:  # still a failure: counted, and named; the cell from its path
+            stem = path.stem.split("-")[0].removeprefix("seed")
+            record = {"spec": {"problem": path.parent.parent.name, "algorithm": path.parent.name,
+                               "alpha": None, "iterations": None,
+                               "seed": int(stem) if stem.isdigit() else -1},
+                      "spec_hash": None, "message": str(error)}
         spec = record.get("spec", {})
         failed_hashes.add(record.get("spec_hash"))
         failed_rows.append({"problem": spec.get("problem"), "algorithm": spec.get("algorithm"),
                             "alpha": _alpha_text(spec.get("alpha")), "iterations": spec.get("iterations"),
                             "seed": spec.get("seed"), "message": record.get("message", "")})
-    manifest = read_manifest(out)
+    try:
+        manifest = read_manifest(out)
+        damaged = ""
+    except DamagedFileError as error:  # no list of the grid's cells: nothing can be called missing
+        manifest, damaged = None, str(error)
     grid_name, missing_rows = None, []
     n_grid = 0
     if manifest is not None:
@@ -72,7 +89,8 @@ def cell_status(out: Path, metas: dict[str, dict]) -> dict:
             missing_rows.append({"problem": spec.problem, "algorithm": spec.algorithm,
                                  "alpha": _alpha_text(spec.alpha), "iterations": spec.iterations,
                                  "seed": spec.seed, "reason": unavailable_reason(spec) or "not run yet"})
-    return {"grid": grid_name, "n_grid_cells": n_grid, "n_done": len(metas), "n_failed": len(failed_rows),
+    return {"grid": grid_name, "grid_damaged": damaged, "n_grid_cells": n_grid, "n_done": len(metas),
+            "n_failed": len(failed_rows),
             "n_missing": len(missing_rows), "failed": _grouped(failed_rows, "message"),
             "missing": _grouped(missing_rows, "reason"), "commits": dict(commits), "python": dict(pythons),
             "package_sets": {k: v for k, v in versions.items()}}

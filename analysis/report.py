@@ -255,7 +255,8 @@ def _document(doc, results, frame, bands, panels, claims, verdicts, timing, rati
               floor, bounds) -> None:
     env = analysis_environment()
     n_cells = frame.groupby(["problem", "algorithm", "options", "alpha", "iterations", "seed"]).ngroups
-    doc.para(f"{n_cells} cells ({len(frame)} rows) from {results}. Grid: {status['grid'] or 'no _grid.json'}"
+    grid = status["grid"] or status.get("grid_damaged") or "no _grid.json"
+    doc.para(f"{n_cells} cells ({len(frame)} rows) from {results}. Grid: {grid}"
              f" ({status['n_grid_cells']} cells listed); completed {status['n_done']}, "
              f"failed {status['n_failed']}, missing {status['n_missing']}.")
 
@@ -327,7 +328,8 @@ def _document(doc, results, frame, bands, panels, claims, verdicts, timing, rati
     doc.heading("Provenance")
     doc.bullets([
         f"results folder: {results}",
-        f"grid: {status['grid'] or 'unknown (no _grid.json)'}, {status['n_grid_cells']} cells",
+        f"grid: {status['grid'] or status.get('grid_damaged') or 'unknown (no _grid.json)'}, "
+        f"{status['n_grid_cells']} cells",
         "seeds found: " + ", ".join(f"{k}: {v}" for k, v in _seeds_by_problem(frame).items()),
         "git commits of the cells: " + ", ".join(f"{k} ({v} cells)" for k, v in status["commits"].items()),
         "python of the cells: " + ", ".join(f"{k} ({v} cells)" for k, v in status["python"].items()),
@@ -337,8 +339,14 @@ def _document(doc, results, frame, bands, panels, claims, verdicts, timing, rati
     doc.heading("Failed cells", 3)
     doc.table(status["failed"], empty="No failure records.")
     doc.heading("Missing cells", 3)
-    doc.table(status["missing"], empty="None missing from the recorded grid." if status["grid"]
-              else "No grid recorded (_grid.json), so missing cells cannot be listed; see the claims' notes.")
+    if status.get("grid_damaged"):
+        no_missing = f"Missing cells cannot be listed: {status['grid_damaged']}."
+    elif status["grid"]:
+        no_missing = "None missing from the recorded grid."
+    else:
+        no_missing = ("No grid recorded (_grid.json), so missing cells cannot be listed; see the claims' "
+                      "notes.")
+    doc.table(status["missing"], empty=no_missing)
 
 
 def conclusions(verdicts: pd.DataFrame) -> list[str]:

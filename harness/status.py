@@ -15,6 +15,7 @@ from harness.grid import GridError, cell_label, resolve_grid
 from harness.grid_cli import classify
 from harness.run import EXIT_USAGE, UsageError, _Parser, out_location
 from harness.store import (
+    DamagedFileError,
     failure_files,
     invalid_files,
     read_failure,
@@ -25,13 +26,21 @@ from harness.store import (
 )
 
 
+def _manifest(out: Path) -> tuple[str, list] | None:
+    """The recorded grid, or None when there is none or it is damaged (said once by :func:`main`)."""
+    try:
+        return read_manifest(out)
+    except DamagedFileError:
+        return None
+
+
 def status_table(out: Path, grid: str | None = None) -> list[dict]:
     """One dict per (problem, algorithm, alpha): counts of done, missing, failed, not available and
     other (cells in ``out`` outside the grid)."""
     if grid is not None:
         specs = list(resolve_grid(grid).cells)
     else:
-        manifest = read_manifest(out)
+        manifest = _manifest(out)
         specs = manifest[1] if manifest else []
     states = classify(specs, out)
     rows: dict[tuple, Counter] = {}
@@ -65,9 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print(f"harness.status: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    manifest = read_manifest(args.out)
+    manifest = _manifest(args.out)
     source = args.grid or (manifest[0] if manifest else "none recorded")
     print(f"{args.out} (grid: {source})")
+    try:
+        read_manifest(args.out)
+    except DamagedFileError as error:
+        print(f"ignored {error} (cells counted without it; the next grid run rewrites it)")
     columns = ["problem", "algorithm", "alpha", "done", "missing", "failed", "not available", "other"]
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) if rows else len(c) for c in columns}
     print("  ".join(c.ljust(widths[c]) for c in columns))
@@ -79,9 +92,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ignored {path}: {reason} (not counted; a grid run recomputes its cell)")
     if args.failures:
         for path in failure_files(args.out):
-            record = read_failure(path)
+            try:
+                record = read_failure(path)
+            except DamagedFileError as error:
+                print(f"failed: unknown cell: {error}")
+                continue
             label = cell_label(spec_from_dict(record["spec"]))
-            print(f"failed: {label}: {record['message']} ({path})")
+            print(f"failed: {label}: {record.get('message', '')} ({path})")
     return 0
 
 

@@ -280,9 +280,30 @@ def write_failure(out: Location | str, spec: CellSpec, message: str, traceback_t
     return path
 
 
+class DamagedFileError(ValueError):
+    """A bookkeeping file of the store (the grid manifest, a failure record) that cannot be read as
+    what it should be; the message names the file and what is wrong."""
+
+
+def _json_file(path: Location) -> object:
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise DamagedFileError(f"{path} is damaged: not UTF-8 text (byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise DamagedFileError(f"{path} is damaged: not JSON ({error.msg}, line {error.lineno})") from None
+
+
 def read_failure(path: Path) -> dict:
-    """A failure record written by :func:`write_failure`."""
-    return json.loads(path.read_text())
+    """A failure record written by :func:`write_failure`; :class:`DamagedFileError` if it is not one."""
+    record = _json_file(path)
+    if not isinstance(record, dict) or not isinstance(record.get("spec"), dict):
+        raise DamagedFileError(f"{path} is damaged: not a failure record (no cell spec)")
+    try:
+        spec_from_dict(record["spec"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise DamagedFileError(f"{path} is damaged: its cell spec is incomplete ({error})") from None
+    return record
 
 
 def clear_failure(out: Location | str, spec: CellSpec) -> None:
@@ -305,12 +326,18 @@ def write_manifest(out: Location | str, grid_name: str, specs: list[CellSpec]) -
 
 
 def read_manifest(out: Location | str) -> tuple[str, list[CellSpec]] | None:
-    """The grid name and cells recorded by :func:`write_manifest`, or None."""
+    """The grid name and cells recorded by :func:`write_manifest`, or None; :class:`DamagedFileError`
+    if the file is there but is not a manifest."""
     path = location(out) / MANIFEST
     if not path.is_file():
         return None
-    data = json.loads(path.read_text())
-    return data["grid"], [spec_from_dict(c) for c in data["cells"]]
+    data = _json_file(path)
+    try:
+        if not isinstance(data["grid"], str) or not isinstance(data["cells"], list):
+            raise TypeError("'grid' must be a name and 'cells' a list")
+        return data["grid"], [spec_from_dict(c) for c in data["cells"]]
+    except (KeyError, TypeError, ValueError) as error:
+        raise DamagedFileError(f"{path} is damaged: not a grid manifest ({error})") from None
 
 
 def remove_stale_temporaries(out: Location | str) -> int:

@@ -157,3 +157,23 @@ def test_corrupted_and_foreign_parquet_files_are_named_and_never_read(
     assert status_main([str(folder)]) == 0
     text = capsys.readouterr().out
     assert "total: 1 done, 2 missing" in text and all(f"ignored {p}" in text for p in bad)
+
+
+@pytest.mark.parametrize("damage", [b'{"grid":5,"cells":"nope"}', b"\xff\xfe not text", b"{not json", b"[]"])
+def test_a_damaged_manifest_or_failure_record_is_named_not_a_traceback(
+        damage: bytes, folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from analysis.report import main as report_main
+    from harness.store import failure_path
+
+    (folder / "_grid.json").write_bytes(damage)
+    record = failure_path(folder, CellSpec.make("branin-1-1-discrete", "random", 7, 1))
+    record.parent.mkdir(parents=True)
+    record.write_bytes(damage)
+    assert status_main([str(folder), "--failures"]) == 0
+    out = capsys.readouterr().out
+    assert "Traceback" not in out and "_grid.json is damaged" in out
+    assert f"{record} is damaged" in out and "3 other" in out  # no grid list: the cells are "other"
+    assert report_main([str(folder), "--out", str(tmp_path / "report")]) == 0
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "_grid.json is damaged" in text and f"{record} is damaged" in text
+    assert "None missing" not in text
