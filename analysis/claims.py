@@ -533,9 +533,10 @@ def overall(table: pd.DataFrame) -> pd.DataFrame:
     """One row per claim: its statement; ``verdict`` under the default configuration by the headline
     statistic (final log10 regret; C7 queries, C8 time) and ``verdict_last10`` by the second; the
     counts of the default sub-claim verdicts; ``changes``: each sub-claim where a variant, or the
-    second statistic, gives another verdict than the default configuration by the same statistic
-    (or runs where the default did not); ``flipped``: whether any of these turns reproduced into not
-    reproduced or back."""
+    second statistic, gives another verdict than the default configuration by the same statistic;
+    ``flipped``: whether any of these turns reproduced into not reproduced or back;
+    ``where_default_not_run``: the verdicts of variants on sub-claims the default did not run,
+    counted per statistic (the sensitivity table has them one by one)."""
     rows = []
     for claim, statement in CLAIMS.items():
         rows_claim = table.loc[table["claim"] == claim]
@@ -545,20 +546,22 @@ def overall(table: pd.DataFrame) -> pd.DataFrame:
         verdicts = default["verdict"].tolist()
         last10 = rows_claim.loc[is_default & (rows_claim["statistic"] == "last10")]
         verdict_last10 = _combine(last10["verdict"].tolist()) if not last10.empty else ""
-        changes, flipped = _changes(rows_claim, headline)
+        changes, flipped, alone = _changes(rows_claim, headline)
         counts = ", ".join(f"{verdicts.count(v)} {v}"
                            for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN) if verdicts.count(v))
         rows.append({"claim": claim, "statement": statement, "verdict": _combine(verdicts),
                      "verdict_last10": verdict_last10, "sub-claims": counts, "flipped": flipped,
-                     "changes": "; ".join(changes)})
+                     "changes": "; ".join(changes), "where_default_not_run": alone})
     return pd.DataFrame(rows)
 
 
-def _changes(rows: pd.DataFrame, headline: str) -> tuple[list[str], bool]:
-    """What the variants and the second statistic change, sub-claim by sub-claim (see :func:`overall`)."""
+def _changes(rows: pd.DataFrame, headline: str) -> tuple[list[str], bool, str]:
+    """What the variants and the second statistic change, sub-claim by sub-claim (see :func:`overall`),
+    whether one flips, and the verdicts of variants on sub-claims the default did not run, counted."""
     several = rows["comparison"].nunique() > 1
     by_key = {(r.variant, r.problem, r.comparison, r.statistic): r.verdict for r in rows.itertuples()}
     changes, flipped = [], False
+    alone: dict[str, list[str]] = {}
     for (variant, problem, comparison), group in rows.groupby(["variant", "problem", "comparison"],
                                                               sort=True):
         where = f"{problem} ({comparison})" if several else problem
@@ -570,22 +573,24 @@ def _changes(rows: pd.DataFrame, headline: str) -> tuple[list[str], bool]:
                     changes.append(f"{statistic} instead of {headline} on {where}: {base} -> {mine}")
                     flipped |= {base, mine} == {REPRODUCED, NOT_REPRODUCED}
             continue
-        parts, alone = [], True
+        parts = []
         for statistic in group["statistic"]:
             mine = by_key[(variant, problem, comparison, statistic)]
             base = by_key.get((DEFAULT_VARIANT, problem, comparison, statistic), NOT_RUN)
             if mine == NOT_RUN:
                 continue
             if base == NOT_RUN:
-                parts.append(f"{statistic} {mine}")
+                alone.setdefault(statistic, []).append(mine)
             elif mine != base:
-                alone = False
                 parts.append(f"{statistic} {base} -> {mine}")
                 flipped |= {base, mine} == {REPRODUCED, NOT_REPRODUCED}
         if parts:
-            changes.append(f"{variant} on {where}: " + ", ".join(parts)
-                           + (" (default not run there)" if alone else ""))
-    return changes, flipped
+            changes.append(f"{variant} on {where}: " + ", ".join(parts))
+    counted = "; ".join(
+        f"{statistic}: " + ", ".join(f"{verdicts.count(v)} {v}" for v in
+                                     (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE) if verdicts.count(v))
+        for statistic, verdicts in alone.items())
+    return changes, flipped, counted
 
 
 #: Short forms of the verdicts in the sensitivity table.

@@ -354,7 +354,7 @@ def conclusions(verdicts: pd.DataFrame) -> list[str]:
     the variants change."""
     lines = []
     for row in verdicts.itertuples(index=False):
-        if row.verdict == claims_module.NOT_RUN and not row.changes:
+        if row.verdict == claims_module.NOT_RUN and not row.changes and not row.where_default_not_run:
             continue
         text = f"{row.claim} ({row.statement}): {row.verdict} in the paper's configuration"
         if row.verdict_last10 and row.verdict_last10 != row.verdict:
@@ -363,6 +363,9 @@ def conclusions(verdicts: pd.DataFrame) -> list[str]:
             text += ("; a variant FLIPS it: " if row.flipped else "; variants change it: ") + row.changes
         elif row.verdict != claims_module.NOT_RUN:
             text += "; no variant in the folder changes it"
+        if row.where_default_not_run:
+            text += (f"; where only variants ran, their verdicts are {row.where_default_not_run} "
+                     "(see the sensitivity table)")
         lines.append(text + ".")
     return lines or ["No claim has paired cells in this folder."]
 
