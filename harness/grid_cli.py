@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import socket
 import sys
 from collections import Counter
@@ -231,6 +232,7 @@ def main(argv: list[str]) -> int:
         print(f"{counts['failed']} failed cells are skipped (--retry-failed reruns them; "
               f"python -m harness.status {out} shows why)")
 
+    _terminate_as_interrupt()
     try:
         with _lock(out):
             return _run(args, grid, cells, to_run, costs, out, estimate)
@@ -240,6 +242,16 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:  # before or after the task loop (which handles its own)
         print("interrupted; the same command resumes", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _interrupt_on_terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (``kill``, a scheduler ending a job) stops the grid as Ctrl-C does: the running cells
+    keep their checkpoints, Ray is shut down, "interrupted: the same command resumes", exit 130."""
+    signal.signal(signal.SIGTERM, _interrupt_on_terminate)
 
 
 def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: list[CellSpec],
@@ -254,6 +266,7 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
         except (ConnectionError, RuntimeError, ValueError) as error:
             where = f"join the Ray cluster at {args.address}" if args.address else "start a local Ray"
             raise UsageError(f"cannot {where}: {str(error).strip().splitlines()[0]}") from None
+        _terminate_as_interrupt()  # again: Ray's own handler would abort the driver with a C++ trace
         print(f"Ray ready in {ray_start:.1f} s")
     if args.force:  # recomputed from scratch, not from a checkpoint of an earlier run
         for spec in to_run:

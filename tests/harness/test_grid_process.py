@@ -112,13 +112,14 @@ def _start_interruptible(grid_file: Path, out: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _interrupt(driver: subprocess.Popen, group: bool) -> tuple[str, str]:
-    """SIGINT to the driver alone (kill -INT) or to its whole process group (a terminal's Ctrl-C,
-    which reaches Ray's workers too); asserts exit 130, no traceback, and nothing left running."""
+def _interrupt(driver: subprocess.Popen, group: bool, sig: int = signal.SIGINT) -> tuple[str, str]:
+    """SIGINT (or ``sig``) to the driver alone (kill -INT) or to its whole process group (a
+    terminal's Ctrl-C, which reaches Ray's workers too); asserts exit 130, no traceback, and nothing
+    left running."""
     if group:
-        os.killpg(driver.pid, signal.SIGINT)
+        os.killpg(driver.pid, sig)
     else:
-        os.kill(driver.pid, signal.SIGINT)
+        os.kill(driver.pid, sig)
     stdout, stderr = driver.communicate(timeout=60)
     assert driver.returncode == 130, stderr[-2000:]
     assert "Traceback" not in stderr and "interrupted" in stdout + stderr, stderr[-2000:]
@@ -129,8 +130,10 @@ def _interrupt(driver: subprocess.Popen, group: bool) -> tuple[str, str]:
     return stdout, stderr
 
 
-@pytest.mark.parametrize("group", [False, True], ids=["driver", "group"])
-def test_ctrl_c_stops_cleanly(tmp_path: Path, group: bool) -> None:
+@pytest.mark.parametrize(("group", "sig"), [(False, signal.SIGINT), (True, signal.SIGINT),
+                                           (False, signal.SIGTERM)], ids=["driver", "group", "sigterm"])
+def test_ctrl_c_stops_cleanly(tmp_path: Path, group: bool, sig: int) -> None:
+    """Ctrl-C, or SIGTERM to the driver (``kill``, a job scheduler), stops the grid cleanly."""
     grid_file = tmp_path / "kill.toml"
     grid_file.write_text(KILL_GRID)
     out = tmp_path / "out"
@@ -140,8 +143,8 @@ def test_ctrl_c_stops_cleanly(tmp_path: Path, group: bool) -> None:
         while len(visible_parquet(out)) < 2 and time.monotonic() < deadline and driver.poll() is None:
             time.sleep(0.05)
         assert driver.poll() is None, "the grid finished before it could be interrupted"
-        stdout, _ = _interrupt(driver, group)
-        assert "interrupted" in stdout
+        stdout, _ = _interrupt(driver, group, sig)
+        assert "interrupted: the same command resumes" in stdout
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(driver.pid, signal.SIGKILL)
