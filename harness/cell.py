@@ -168,6 +168,23 @@ def _unpack(data: bytes, spec: CellSpec) -> dict:
     return state
 
 
+def checkpoint_problem(data: bytes, spec: CellSpec) -> str | None:
+    """Why ``data`` is not a checkpoint to resume ``spec`` from (empty, damaged, not torch data,
+    another cell's, no finished iteration), or None. The grid checks stored checkpoints with it
+    before resuming from them; what ``run_cell`` needs beyond the finished rows it checks itself."""
+    try:
+        state = torch.load(io.BytesIO(data), weights_only=True)  # tensors and plain data only
+        if not isinstance(state, dict):
+            return f"not a checkpoint ({type(state).__name__})"
+        if "spec" in state and state["spec"] != spec.to_json():
+            return "the checkpoint belongs to another cell"
+        int(state["rows"][-1]["iteration"])
+    except Exception as error:  # whatever torch.load or a missing key raises: the reason, one line
+        text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return None
+
+
 def _run_cell(spec: CellSpec, checkpoint: bytes | None,
               on_checkpoint: Callable[[bytes, int], None] | None,
               checkpoint_every_s: float) -> CellResult:

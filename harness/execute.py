@@ -36,13 +36,14 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from tqdm import tqdm
 
-from harness.cell import CellResult, CellSpec, run_cell
+from harness.cell import CellResult, CellSpec, checkpoint_problem, run_cell
 from harness.grid import cell_label
 from harness.store import (
     clear_checkpoint,
     clear_failure,
     provenance,
     read_checkpoint,
+    set_aside_checkpoint,
     write_cell,
     write_checkpoint,
     write_failure,
@@ -276,7 +277,12 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
         keeper = _remote_keeper.options(scheduling_strategy=here).remote()
         for spec in cells:
             data = read_checkpoint(out, spec)
-            if data is not None:
+            problem = None if data is None else checkpoint_problem(data, spec)
+            if problem is not None:  # never resume from it; keep it for a look; start the cell afresh
+                aside = set_aside_checkpoint(out, spec)
+                print(f"checkpoint of {cell_label(spec)} cannot be read ({problem}): set aside as {aside}; "
+                      "the cell restarts from iteration 0", file=sys.stderr)
+            elif data is not None:
                 keeper.put.remote(spec, data)
 
     def flush() -> None:

@@ -253,6 +253,19 @@ def read_checkpoint(out: Location | str, spec: CellSpec) -> bytes | None:
         return None
 
 
+def set_aside_checkpoint(out: Location | str, spec: CellSpec) -> Location:
+    """Rename a cell's checkpoint that cannot be used to ``<name>.damaged`` (kept for a look, never
+    read again); returns the new path."""
+    path = checkpoint_path(out, spec)
+    target = path.with_name(path.name + ".damaged")
+    if _is_local(path):
+        os.replace(path, target)
+    else:  # an object store has no rename
+        target.write_bytes(path.read_bytes())
+        path.unlink()
+    return target
+
+
 def clear_checkpoint(out: Location | str, spec: CellSpec) -> None:
     """Remove a cell's checkpoint (it is written, or it is to be recomputed from scratch)."""
     path = checkpoint_path(out, spec)

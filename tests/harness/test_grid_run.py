@@ -191,3 +191,26 @@ def test_never_more_cells_at_once_than_cpus_even_while_cells_checkpoint(tmp_path
         running += step
         most = max(most, running)
     assert most <= 2, f"{most} cells ran at once on 2 CPUs"
+
+
+@pytest.mark.parametrize("damage", [b"", b"\x00\x01 random bytes \xff" * 40, "truncated"])
+def test_a_damaged_checkpoint_is_set_aside_and_the_cell_starts_afresh(
+        tmp_path: Path, damage: bytes | str, capsys: pytest.CaptureFixture) -> None:
+    from harness.cell import checkpoint_problem
+    from harness.store import checkpoint_path
+
+    spec = CellSpec.make("branin-1-1-discrete", "vucb-prob", 0, 3)
+    if damage == "truncated":  # the first half of a real checkpoint of this cell
+        saved = []
+        run_cell(spec, on_checkpoint=lambda data, t: saved.append(data), checkpoint_every_s=0.0)
+        assert checkpoint_problem(saved[0], spec) is None  # the whole one is fine
+        damage = saved[0][: len(saved[0]) // 2]
+    write_checkpoint(tmp_path, spec, damage)
+    assert checkpoint_problem(damage, spec) is not None
+    outcome = run_cells([spec], tmp_path, progress=False)
+    assert len(outcome.done) == 1 and not outcome.failed
+    err = capsys.readouterr().err
+    path = checkpoint_path(tmp_path, spec)
+    assert f"set aside as {path}.damaged" in err and "restarts from iteration 0" in err
+    assert (path.parent / (path.name + ".damaged")).read_bytes() == damage and not path.exists()
+    assert rows_without_timings(cell_path(tmp_path, spec)) == direct_rows(spec)  # from iteration 0
