@@ -161,8 +161,17 @@ def to_table(result: CellResult, extra_metadata: dict | None = None) -> pa.Table
     schema = SCHEMAS[result.metadata.get("kind", "bo")]
     columns = {name: [row.get(name) for row in result.rows] for name in schema.names}
     table = pa.table(columns, schema=schema)
-    meta = {**result.metadata, **(extra_metadata or {})}
+    # the row count and a checksum of the data: a file whose footer survived but whose data pages
+    # did not is then caught when it is checked (check_cell_file), not counted as done
+    meta = {**result.metadata, **(extra_metadata or {}), "rows": table.num_rows,
+            "checksum": table_checksum(table)}
     return table.replace_schema_metadata({"varbo": json.dumps(meta)})
+
+
+def table_checksum(table: pa.Table) -> str:
+    """SHA-256 of a table's values, row by row as JSON (exact for floats: ``repr`` round-trips)."""
+    text = json.dumps(table.replace_schema_metadata(None).to_pylist(), default=repr, allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _write_whole(path: Location, write: Callable[[BinaryIO], object]) -> None:
@@ -391,10 +400,11 @@ def spec_from_dict(data: dict) -> CellSpec:
 def check_cell_file(path: Location) -> str | None:
     """Why ``path`` is not a finished cell file written by this store, or None if it is.
 
-    Reads the footer only (milliseconds): the file must be Parquet with exactly the columns and
-    types of its kind's schema (:data:`SCHEMAS`), carry the ``varbo`` metadata, and its recorded
-    spec must hash to the hash in its name (so a file copied or renamed onto another cell's name is
-    refused too).
+    The file must be Parquet with exactly the columns and types of its kind's schema
+    (:data:`READABLE_SCHEMAS`), carry the ``varbo`` metadata, its recorded spec must hash to the hash
+    in its name (so a file copied or renamed onto another cell's name is refused too), and its data
+    must read whole and match the row count and checksum recorded when it was written (files written
+    before those were recorded: must read whole). A few milliseconds per cell file.
     """
     return _check(path)[0]
 
@@ -421,6 +431,14 @@ def _check(path: Location) -> tuple[str | None, dict | None]:
         return f"not a varbo-bench cell file (columns of another kind than {spec.kind!r})", None
     if spec_hash(spec) != path.stem.rsplit("-", 1)[-1]:
         return "its recorded spec does not match its name", None
+    try:  # the data too, not only the footer: a damaged data page would otherwise count as done
+        table = _read_table(path, SCHEMAS[spec.kind])
+    except Exception as error:  # pyarrow raises several types for damaged pages
+        return f"damaged data ({type(error).__name__})", None
+    if "rows" in meta and table.num_rows != meta["rows"]:
+        return f"damaged data ({table.num_rows} rows, its metadata says {meta['rows']})", None
+    if "checksum" in meta and table_checksum(table) != meta["checksum"]:
+        return "damaged data (its values do not match its checksum)", None
     return None, meta
 
 

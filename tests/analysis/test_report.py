@@ -101,7 +101,12 @@ def test_negative_regret_stops_the_report(results: Path, tmp_path: Path,
     regret = table.column("regret").to_numpy().copy()
     regret[1] = -1e-6
     table = table.set_column(table.schema.get_field_index("regret"), "regret", pa.array(regret))
-    pq.write_table(table, target)
+    # a cell file as a wrong optimum would have written it: its checksum matches its values
+    from harness.store import table_checksum
+
+    meta = json.loads(table.schema.metadata[b"varbo"])
+    meta["checksum"] = table_checksum(table)
+    pq.write_table(table.replace_schema_metadata({"varbo": json.dumps(meta)}), target)
     assert json.loads(pq.read_schema(target).metadata[b"varbo"])["spec"]["algorithm"] == "vucb-prob"
     assert main([str(broken), "--out", str(tmp_path / "report")]) == 1
     error = capsys.readouterr().err

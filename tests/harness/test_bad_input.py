@@ -177,3 +177,39 @@ def test_a_damaged_manifest_or_failure_record_is_named_not_a_traceback(
     text = (tmp_path / "report" / "report.md").read_text()
     assert "_grid.json is damaged" in text and f"{record} is damaged" in text
     assert "None missing" not in text
+
+
+def test_a_cell_file_with_a_damaged_data_page_is_not_done(folder: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture) -> None:
+    from analysis.report import main as report_main
+    from harness.store import check_cell_file, read_metadata
+
+    path = cell_path(folder, SPECS[1])
+    meta = read_metadata(path)
+    assert meta["rows"] == 2 and len(meta["checksum"]) == 64
+    data = bytearray(path.read_bytes())
+    data[200:1200] = bytes(1000)  # the data pages; the footer at the end is intact
+    path.write_bytes(bytes(data))
+    assert read_metadata(path)["spec"] == meta["spec"]  # the footer still reads
+    reason = check_cell_file(path)
+    assert reason is not None and reason.startswith("damaged data")
+    states = classify(SPECS, folder)
+    assert states[SPECS[1]] == "missing" and states[SPECS[0]] == "done"
+    assert status_main([str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "2 done, 1 missing" in out and f"ignored {path}: damaged data" in out
+    assert report_main([str(folder), "--out", str(tmp_path / "report")]) == 0
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "None missing" not in text and "completed 2" in text
+
+
+def test_a_cell_file_whose_values_changed_fails_its_checksum(folder: Path) -> None:
+    from harness.store import check_cell_file
+
+    path = cell_path(folder, SPECS[2])
+    table = pq.read_table(path)
+    regret = table.column("regret").to_pylist()
+    changed = table.set_column(table.schema.get_field_index("regret"), "regret",
+                               pa.array([regret[0], regret[1] + 1e-12]))
+    pq.write_table(changed.replace_schema_metadata(table.schema.metadata), path)
+    assert check_cell_file(path) == "damaged data (its values do not match its checksum)"
