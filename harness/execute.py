@@ -285,11 +285,20 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
             elif data is not None:
                 keeper.put.remote(spec, data)
 
+    unsaved: set[CellSpec] = set()
+
     def flush() -> None:
-        """Write the checkpoints the running cells made since the last flush."""
+        """Write the checkpoints the running cells made since the last flush (one that cannot be
+        written costs that cell its resume point, said once, never the grid)."""
         if keeper is not None:
             for spec, data in ray.get(keeper.take.remote()).items():
-                write_checkpoint(out, spec, data)
+                try:
+                    write_checkpoint(out, spec, data)
+                except Exception as error:
+                    if spec not in unsaved:
+                        unsaved.add(spec)
+                        print(f"cannot write the checkpoint of {cell_label(spec)} ({type(error).__name__}: "
+                              f"{error}); it runs on without one", file=sys.stderr)
     in_flight: dict[ray.ObjectRef, CellSpec] = {}
 
     def submit(spec: CellSpec) -> None:
@@ -344,18 +353,29 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                     reply = {"ok": False, "message": message, "traceback": str(error), "seconds": None}
                 outcome.cell_s += reply.get("seconds") or 0.0
                 if reply["ok"]:
-                    write_cell(out, spec, reply["result"], info)
-                    clear_failure(out, spec)
-                    clear_checkpoint(out, spec)
+                    try:  # a store that refuses this file (permissions, a full disk) fails this cell
+                        write_cell(out, spec, reply["result"], info)
+                    except Exception as error:
+                        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                        reply = {**reply, "ok": False, "traceback": traceback.format_exc(),
+                                 "message": f"cannot write its result: {type(error).__name__}: {reason}"}
+                if reply["ok"]:
+                    with contextlib.suppress(Exception):  # stale bookkeeping costs nothing
+                        clear_failure(out, spec)
+                        clear_checkpoint(out, spec)
                     if keeper is not None:
                         keeper.drop.remote(spec)
                     outcome.done.append(spec)
                     if reply.get("resumed_at") is not None:
                         outcome.resumed[spec] = reply["resumed_at"]
                 else:
-                    write_failure(out, spec, reply["message"], reply["traceback"],
-                                  {k: reply.get(k) for k in ("host", "pid", "seconds")}
-                                  | {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+                    try:
+                        write_failure(out, spec, reply["message"], reply["traceback"],
+                                      {k: reply.get(k) for k in ("host", "pid", "seconds")}
+                                      | {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+                    except Exception as error:  # not even the record: the message is all there is
+                        bar.write(f"cannot write the failure record of {cell_label(spec)}: "
+                                  f"{type(error).__name__}: {error}", file=sys.stderr)
                     outcome.failed.append(spec)
                     bar.write(f"failed: {cell_label(spec)}: {reply['message']}", file=sys.stderr)
                 # only whole successful runs calibrate the cost model (a failure or a resumed cell

@@ -214,3 +214,29 @@ def test_a_damaged_checkpoint_is_set_aside_and_the_cell_starts_afresh(
     assert f"set aside as {path}.damaged" in err and "restarts from iteration 0" in err
     assert (path.parent / (path.name + ".damaged")).read_bytes() == damage and not path.exists()
     assert rows_without_timings(cell_path(tmp_path, spec)) == direct_rows(spec)  # from iteration 0
+
+
+def test_a_cell_whose_file_cannot_be_written_fails_alone(tmp_path: Path) -> None:
+    # a file where one cell's folder should be: its write fails as a full disk or a refused upload
+    # would (and as permissions would for a user other than root); the other cells are written
+    from harness.grid_cli import EXIT_FAILED
+    from harness.store import failure_path, read_failure
+
+    blocked = CellSpec.make("branin-1-1-discrete", "vucb-prob", 0, 2)
+    others = [CellSpec.make("branin-1-1-discrete", "random", s, 2) for s in (0, 1)]
+    (tmp_path / "branin-1-1-discrete").mkdir()
+    (tmp_path / "branin-1-1-discrete" / "vucb-prob").write_text("not a folder")
+    outcome = run_cells([blocked, *others], tmp_path, progress=False)
+    assert outcome.failed == [blocked] and sorted(outcome.done, key=str) == sorted(others, key=str)
+    record = read_failure(failure_path(tmp_path, blocked))
+    assert record["message"].startswith("cannot write its result:")
+    assert all(cell_path(tmp_path, s).is_file() for s in others)
+    # through the command line: the grid goes on and exits 1 at the end
+    grid = tmp_path / "g.toml"
+    grid.write_text('seeds = 1\niterations = 1\n[[cells]]\nproblems = ["goldstein-1-1-discrete"]\n'
+                    'algorithms = ["random", "vucb-prob"]\n')
+    out = tmp_path / "cli"
+    (out / "goldstein-1-1-discrete").mkdir(parents=True)
+    (out / "goldstein-1-1-discrete" / "random").write_text("not a folder")
+    assert main(["--grid", str(grid), "--out", str(out), "--no-progress"]) == EXIT_FAILED == 1
+    assert len(list((out / "goldstein-1-1-discrete" / "vucb-prob").glob("*.parquet"))) == 1
