@@ -28,6 +28,7 @@ import socket
 import sys
 import time
 import traceback
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,10 @@ class Outcome:
     wall_s: float = 0.0
     cell_s: float = 0.0  # sum of the cells' own wall times (inside the tasks)
     ray_start_s: float = 0.0
+
+
+#: The name prefix of the checkpoint keeper actor (``<prefix>-<random hex>``).
+KEEPER_NAME = "varbo-checkpoint-keeper"
 
 
 class _CheckpointKeeper:
@@ -271,11 +276,19 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
     cpus = cluster_cpus()
     attempts: dict[CellSpec, int] = {}
     info = provenance()
-    keeper = None
-    if checkpoints:  # on this node: it lives as long as the driver, whatever happens to workers
-        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        keeper = _remote_keeper.options(scheduling_strategy=here).remote()
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+
+    def new_keeper(finished: set[CellSpec]):
+        """A checkpoint keeper on this node (it lives as long as the driver, whatever happens to
+        workers), preloaded with the stored checkpoints of the cells not finished yet; a stored
+        checkpoint that cannot be read is set aside and its cell starts afresh."""
+        # named, so that a test can find and kill it as the OOM killer or an operator might
+        # (unique: an earlier grid's keeper in this process may not be collected yet)
+        fresh = _remote_keeper.options(scheduling_strategy=here,
+                                       name=f"{KEEPER_NAME}-{uuid.uuid4().hex}").remote()
         for spec in cells:
+            if spec in finished:
+                continue
             data = read_checkpoint(out, spec)
             problem = None if data is None else checkpoint_problem(data, spec)
             if problem is not None:  # never resume from it; keep it for a look; start the cell afresh
@@ -283,15 +296,31 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                 print(f"checkpoint of {cell_label(spec)} cannot be read ({problem}): set aside as {aside}; "
                       "the cell restarts from iteration 0", file=sys.stderr)
             elif data is not None:
-                keeper.put.remote(spec, data)
+                fresh.put.remote(spec, data)
+        return fresh
 
+    keeper = new_keeper(set()) if checkpoints else None
     unsaved: set[CellSpec] = set()
+
+    def keeper_call(method: str, *args: object) -> object:
+        """``ray.get`` of a keeper call; a dead keeper is replaced by a new one (from the stored
+        checkpoints: the running cells' newer ones that were not flushed yet are lost) and the call
+        is made again on it."""
+        nonlocal keeper
+        try:
+            return ray.get(getattr(keeper, method).remote(*args))
+        except ray.exceptions.RayActorError as error:
+            print(f"the checkpoint keeper died ({type(error).__name__}); a new one takes over from the "
+                  "stored checkpoints; cells already running keep going without checkpoints",
+                  file=sys.stderr)
+            keeper = new_keeper(set(outcome.done) | set(outcome.failed))
+            return ray.get(getattr(keeper, method).remote(*args))
 
     def flush() -> None:
         """Write the checkpoints the running cells made since the last flush (one that cannot be
         written costs that cell its resume point, said once, never the grid)."""
         if keeper is not None:
-            for spec, data in ray.get(keeper.take.remote()).items():
+            for spec, data in keeper_call("take").items():
                 try:
                     write_checkpoint(out, spec, data)
                 except Exception as error:
@@ -304,7 +333,7 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
     def submit(spec: CellSpec) -> None:
         """One task for ``spec``, with the latest checkpoint the keeper holds (the driver may block
         on Ray; a task must not)."""
-        checkpoint = ray.get(keeper.load.remote(spec)) if keeper is not None else None
+        checkpoint = keeper_call("load", spec) if keeper is not None else None
         in_flight[_remote_cell.remote(spec, cell_fn, checkpoint, keeper)] = spec
 
     eta = Eta(cost_of)

@@ -51,3 +51,20 @@ def busy_checkpointing_cell(spec: CellSpec, checkpoint: bytes | None = None,
             time.sleep(0.01)
     result.metadata.update(busy_from=start, busy_to=time.time())
     return result
+
+
+def kill_keeper_then_run(spec: CellSpec, checkpoint: bytes | None = None, on_checkpoint=None) -> CellResult:
+    """Seed 0 first kills the grid's checkpoint keeper actor (``kill -9`` of ``ray::_CheckpointKeeper``
+    would do the same), then every cell runs as :func:`slow_iterations` (a checkpoint after each
+    iteration): the driver must replace the keeper and finish the grid."""
+    import ray
+
+    from harness.execute import KEEPER_NAME
+
+    if spec.seed == 0:
+        for entry in ray.util.list_named_actors(all_namespaces=True):
+            name = entry["name"] if isinstance(entry, dict) else entry
+            if name.startswith(KEEPER_NAME):
+                namespace = entry.get("namespace") if isinstance(entry, dict) else None
+                ray.kill(ray.get_actor(name, namespace=namespace), no_restart=True)
+    return slow_iterations(spec, checkpoint=checkpoint, on_checkpoint=on_checkpoint)

@@ -240,3 +240,15 @@ def test_a_cell_whose_file_cannot_be_written_fails_alone(tmp_path: Path) -> None
     (out / "goldstein-1-1-discrete" / "random").write_text("not a folder")
     assert main(["--grid", str(grid), "--out", str(out), "--no-progress"]) == EXIT_FAILED == 1
     assert len(list((out / "goldstein-1-1-discrete" / "vucb-prob").glob("*.parquet"))) == 1
+
+
+def test_a_killed_checkpoint_keeper_is_replaced_and_the_grid_goes_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from tests.harness.faults import kill_keeper_then_run
+
+    cells = [CellSpec.make("branin-1-1-discrete", "random", s, 3) for s in range(4)]
+    outcome = run_cells(cells, tmp_path, cell_fn=kill_keeper_then_run, progress=False)
+    assert len(outcome.done) == 4 and not outcome.failed
+    assert "the checkpoint keeper died" in capsys.readouterr().err
+    for spec in cells:
+        assert rows_without_timings(cell_path(tmp_path, spec)) == direct_rows(spec)
