@@ -160,25 +160,70 @@ def _list() -> int:
     return 0
 
 
+def process_start(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, Linux ``/proc``), or None where that
+    cannot be read: with the pid it names one process, not whichever later reuses the number."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]  # field 22; the command name may hold spaces
+    except (OSError, IndexError):
+        return None
+
+
+def _holder_alive(pid: int, started: str | None) -> bool:
+    """Whether the process that wrote a lock still runs: its pid answers (another user's process
+    answers with PermissionError: alive) and, where the lock recorded it, it started when the
+    lock's writer did (a reused pid is another process)."""
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        pass
+    except OSError:
+        return False
+    return started is None or process_start(pid) in (None, started)
+
+
 @contextlib.contextmanager
 def _lock(out: Location) -> Iterator[None]:
-    """One driver per results folder: a second one would run the same cells twice. The lock names
-    the host and pid of its driver; a lock whose driver is gone from this host is stale. A lock
-    from another host cannot be checked from here (a shared or remote store): it is refused."""
+    """One driver per results folder: a second one would run the same cells twice. The lock is
+    created exclusively (two drivers starting together cannot both take it) and names the host, pid
+    and process start time of its driver; a lock whose driver is gone from this host is stale and
+    replaced. A lock from another host cannot be checked from here (a shared or remote store): it is
+    refused."""
     path = out / LOCK
     host = socket.gethostname()
-    try:
-        fields = path.read_text().split()
-        other_host, pid = (host, int(fields[0])) if len(fields) == 1 else (fields[0], int(fields[1]))
+    mine = f"{host} {os.getpid()} {process_start(os.getpid()) or '-'}"
+    local = isinstance(path, Path) and type(path).__module__.startswith("pathlib")
+    for _ in range(3):
+        if local:
+            try:
+                descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                pass
+            else:
+                with os.fdopen(descriptor, "w") as handle:
+                    handle.write(mine)
+                break
+        elif not path.exists():  # an object store has no exclusive create: as close as it gets
+            path.write_text(mine)
+            break
+        try:
+            fields = path.read_text().split()
+            if len(fields) == 1:  # written by an older version: the pid only
+                fields = [host, *fields]
+            other_host, pid = fields[0], int(fields[1])
+            started = fields[2] if len(fields) > 2 and fields[2] != "-" else None
+        except (OSError, ValueError, IndexError):
+            other_host, pid, started = host, -1, None  # unreadable or vanished: stale
         if other_host != host:
             raise UsageError(f"a grid run on host {other_host} (pid {pid}) holds {out}; remove {path} "
                              "if it has ended")
-        if pid != os.getpid():
-            os.kill(pid, 0)
+        if pid > 0 and pid != os.getpid() and _holder_alive(pid, started):
             raise UsageError(f"another grid run (pid {pid}) is writing to {out}; remove {path} if not")
-    except (OSError, ValueError, IndexError):
-        pass  # no lock, or a stale one (its driver died)
-    path.write_text(f"{host} {os.getpid()}")
+        with contextlib.suppress(OSError):  # stale: its driver died
+            path.unlink()
+    else:
+        raise UsageError(f"cannot take the lock {path}: another run keeps taking it")
     try:
         yield
     finally:

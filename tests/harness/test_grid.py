@@ -254,3 +254,49 @@ def test_an_unreachable_cluster_is_one_line_exit_2(tmp_path: Path, capsys: pytes
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and f"127.0.0.1:{port}" in err, err
     assert not [p for p in out.rglob("*")]  # no cell, no manifest, no lock
+
+
+def test_the_lock_is_judged_by_its_holders_pid_and_start_time(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture) -> None:
+    from harness.grid_cli import process_start
+
+    out = tmp_path / "out"
+    out.mkdir()
+    lock = out / "_running.lock"
+    host = socket.gethostname()
+    run = ["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed0", "--out", str(out),
+           "--iterations", "0", "--no-progress"]
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        started = process_start(other.pid)
+        assert started is not None and started == process_start(other.pid)
+        # the same pid, but another process started at another time: the pid was reused, stale
+        lock.write_text(f"{host} {other.pid} {int(started) + 1}")
+        assert main(run) == 0
+        assert not lock.exists()  # taken over, then released
+        # the very process that wrote it: refused
+        lock.write_text(f"{host} {other.pid} {started}")
+        assert main(run) == 2
+        assert f"pid {other.pid}" in capsys.readouterr().err
+    finally:
+        other.kill()
+        other.wait()
+    assert lock.exists()  # a refused run leaves the holder's lock alone
+
+
+def test_a_lock_held_by_another_users_process_is_not_stale(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.grid_cli as grid_cli_module
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "_running.lock").write_text(f"{socket.gethostname()} 424242")
+
+    def not_yours(pid: int, sig: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(grid_cli_module.os, "kill", not_yours)
+    code = main(["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed0", "--out", str(out),
+                 "--iterations", "0", "--no-progress"])
+    assert code == 2 and "pid 424242" in capsys.readouterr().err
