@@ -227,12 +227,19 @@ _TOP_KEYS = {"name", "seeds", "iterations", "alpha", "options", "gp", "cells"}
 _BLOCK_KEYS = {"problems", "algorithms", "seeds", "iterations", "alpha", "options", "gp"}
 
 
+#: Caps that turn a typo (``seeds = 100000000``) into a one-line error instead of a MemoryError.
+MAX_SEEDS = 100_000
+MAX_CELLS = 1_000_000
+
+
 def _seeds(value: object, where: str) -> list[int]:
     if isinstance(value, bool):
         raise GridError(f"{where}: seeds must be a count or a list of integers, got {value!r}")
     if isinstance(value, int):
         if value < 1:
             raise GridError(f"{where}: seeds must be >= 1, got {value}")
+        if value > MAX_SEEDS:
+            raise GridError(f"{where}: seeds must be at most {MAX_SEEDS}, got {value}")
         return list(range(value))
     if isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool)
                                                  for s in value):
@@ -343,6 +350,8 @@ def parse_grid(data: dict, name: str) -> Grid:
             for algorithm in algorithms:
                 _check_options(problem, algorithm, options, where)
         cells += _block(problems, algorithms, seeds, iterations, alpha, options, gp)
+        if len(cells) > MAX_CELLS:
+            raise GridError(f"the grid has more than {MAX_CELLS} cells")
     duplicates = len(cells) - len(set(cells))
     if duplicates:
         raise GridError(f"the grid lists {duplicates} cell(s) twice")
@@ -382,12 +391,16 @@ def with_overrides(grid: Grid, seeds: int | None = None, iterations: int | None 
     """``--seeds N`` (seeds 0..N-1 for every cell group), ``--iterations T`` and ``--gp PROFILE``
     (every cell)."""
     cells = list(grid.cells)
+    if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
+        raise GridError(f"--seeds must lie in 1..{MAX_SEEDS}, got {seeds}")
     if iterations is not None:
         cells = [replace(c, iterations=iterations) for c in cells]
     if gp is not None:
         cells = [replace(c, gp=gp) if c.kind == "bo" else c for c in cells]
     if seeds is not None:
         groups = dict.fromkeys(replace(c, seed=0) for c in cells)  # ordered, one per seed family
+        if len(groups) * seeds > MAX_CELLS:
+            raise GridError(f"--seeds {seeds} makes {len(groups) * seeds} cells; at most {MAX_CELLS}")
         cells = [replace(g, seed=s) for g in groups for s in range(seeds)]
     return Grid(grid.name, tuple(dict.fromkeys(cells)), grid.description)
 

@@ -82,6 +82,8 @@ def _parse_option(text: str) -> tuple[str, object]:
 
 def out_location(text: str | Path) -> Location:
     """``--out`` as a location (a local folder or a URI), or a one-line :class:`UsageError`."""
+    if not str(text).strip():  # '' would silently mean the current folder
+        raise UsageError("--out must name a folder, got an empty string")
     try:
         return location(text)
     except ValueError as error:

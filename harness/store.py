@@ -280,6 +280,10 @@ def clear_checkpoint(out: Location | str, spec: CellSpec) -> None:
     path = checkpoint_path(out, spec)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
+    if _is_local(path):  # no empty _checkpoints/<problem>/<algorithm>/ folders left behind
+        for folder in (path.parent, path.parent.parent, path.parent.parent.parent):
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only succeeds when empty
 
 
 def failure_path(out: Location | str, spec: CellSpec) -> Location:

@@ -80,6 +80,8 @@ BAD_CALLS = [
     (["--grid", "{inf_grid}"], "maxiter must be a positive integer"),
     (["--grid", "{gp_grid}"], "gp must be one of"),
     (["--grid", "{latin1_grid}"], "not UTF-8"),
+    (["--grid", "{grid}", "--seeds", "100000000"], "--seeds must lie in 1..100000"),
+    (["--grid", "{huge_grid}"], "seeds must be at most 100000"),
     (["--grid", "{nul_grid}"], "plain folder name"),
 ]
 
@@ -99,10 +101,12 @@ def test_bad_calls_leave_an_existing_folder_untouched(
     gp_grid.write_text(GRID + 'gp = "nope"\n')
     latin1_grid = tmp_path / "latin1.toml"
     latin1_grid.write_bytes(GRID.encode() + 'name = "r\u00e9sultats"\n'.encode("latin-1"))
+    huge_grid = tmp_path / "huge.toml"
+    huge_grid.write_text(GRID.replace("seeds = 3", "seeds = 100000000"))
     nul_grid = tmp_path / "nul.toml"
     nul_grid.write_text('name = "a\\u0000b"\n' + GRID)
     argv = [a.format(grid=grid, bad_grid=bad_grid, inf_grid=inf_grid, gp_grid=gp_grid, port=_free_port(),
-                     latin1_grid=latin1_grid, nul_grid=nul_grid)
+                     latin1_grid=latin1_grid, nul_grid=nul_grid, huge_grid=huge_grid)
             for a in args]
     before = snapshot(folder)
     code = main([*argv, "--out", str(folder)])
@@ -214,3 +218,23 @@ def test_a_cell_file_whose_values_changed_fails_its_checksum(folder: Path) -> No
                                pa.array([regret[0], regret[1] + 1e-12]))
     pq.write_table(changed.replace_schema_metadata(table.schema.metadata), path)
     assert check_cell_file(path) == "damaged data (its values do not match its checksum)"
+
+
+@pytest.mark.parametrize("args", [["--grid", "smoke"],
+                                  ["--problem", "branin-1-1-discrete", "--algorithm", "random"]])
+def test_an_empty_out_is_refused(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main([*args, "--out", ""]) == 2
+    assert "--out must name a folder" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written into the current folder
+
+
+def test_finished_cells_leave_no_empty_checkpoint_folders(tmp_path: Path) -> None:
+    from harness.store import checkpoint_path, clear_checkpoint, write_checkpoint
+
+    spec = SPECS[0]
+    write_checkpoint(tmp_path, spec, b"x")
+    assert checkpoint_path(tmp_path, spec).is_file()
+    clear_checkpoint(tmp_path, spec)
+    assert not (tmp_path / "_checkpoints").exists()
