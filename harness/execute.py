@@ -59,6 +59,7 @@ class Outcome:
     failed: list[CellSpec] = field(default_factory=list)
     unrun: list[CellSpec] = field(default_factory=list)
     resumed: dict[CellSpec, int] = field(default_factory=dict)  # cell -> iteration it resumed after
+    retried: int = 0  # tasks resubmitted after their worker or node died
     interrupted: bool = False
     wall_s: float = 0.0
     cell_s: float = 0.0  # sum of the cells' own wall times (inside the tasks)
@@ -373,6 +374,7 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                     message = f"{type(error).__name__}: {str(error).splitlines()[0]}"
                     attempts[spec] = attempts.get(spec, 0) + 1
                     if attempts[spec] <= SYSTEM_RETRIES:  # again, from the latest checkpoint, first
+                        outcome.retried += 1
                         flush()
                         bar.write(f"retrying {cell_label(spec)} (attempt {attempts[spec] + 1}): {message}",
                                   file=sys.stderr)

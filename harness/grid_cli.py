@@ -312,7 +312,10 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
             where = f"join the Ray cluster at {args.address}" if args.address else "start a local Ray"
             raise UsageError(f"cannot {where}: {str(error).strip().splitlines()[0]}") from None
         _terminate_as_interrupt()  # again: Ray's own handler would abort the driver with a C++ trace
-        print(f"Ray ready in {ray_start:.1f} s")
+        if args.address:  # joining takes no measurable time; what matters is what was joined
+            print(f"joined the Ray cluster at {args.address} ({_cpus_used()} CPUs)")
+        else:
+            print(f"Ray ready in {ray_start:.1f} s")
     if args.force:  # recomputed from scratch, not from a checkpoint of an earlier run
         for spec in to_run:
             clear_checkpoint(out, spec)
@@ -329,12 +332,16 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
         cpus = _cpus_used()
         # CPU-seconds not spent inside cells (imports, scheduling, writing, idle tail), per cell
         per_cell = (cpus * outcome.wall_s - outcome.cell_s) / max(1, ran)
-        # after Ctrl-C the wall time holds the unfinished cells' work too: no overhead figure then
+        # after Ctrl-C the wall time holds the unfinished cells' work too, and a resumed or retried
+        # cell's time is only its last part: no overhead figure then
         overhead = (f", overhead per cell (CPUs x wall - cell times) / cells = {per_cell:.2f} s"
-                    if not outcome.interrupted else "")
+                    if not outcome.interrupted and not outcome.resumed and not outcome.retried else "")
         print(f"ran {ran} cells in {outcome.wall_s:.1f} s on {cpus} CPUs (sum of cell times "
               f"{outcome.cell_s:.1f} s, Ray start {ray_start:.1f} s{overhead}): {len(outcome.done)} "
               f"written, {len(outcome.failed)} failed")
+        if outcome.resumed:
+            print(f"{len(outcome.resumed)} cell(s) resumed from their checkpoints, "
+                  f"{outcome.retried} task(s) resubmitted after a worker or node died")
         interrupted = outcome.interrupted
     states = classify(cells, out)  # from the files: exact even if Ctrl-C came between a write and its count
     failed = [c for c in cells if states[c] == "failed"]

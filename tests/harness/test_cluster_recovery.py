@@ -119,6 +119,7 @@ def test_the_driver_killed_then_rerun_recomputes_no_finished_cell(cluster, tmp_p
     rerun = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert f"{len(finished)} done, {16 - len(finished)} to run" in rerun.stdout
+    assert f"joined the Ray cluster at {c.address}" in rerun.stdout and "Ray ready in" not in rerun.stdout
     files = result_files(out)
     assert len(files) == 16 == len({(p.parent.parent.name, p.parent.name, p.name) for p in files})
     assert all(p.stat().st_mtime_ns == t for p, t in finished.items())  # none recomputed

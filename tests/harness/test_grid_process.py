@@ -93,6 +93,8 @@ def test_driver_killed_mid_grid_then_resumed(tmp_path: Path) -> None:
     done = grid_cli("--grid", str(grid_file), "--out", str(out), "--num-cpus", "2")
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"{len(finished_before)} done, {len(specs) - len(finished_before)} to run" in done.stdout
+    # cells resumed from checkpoints ran only their last part here: no overhead figure is made of them
+    assert ("overhead per cell" in done.stdout) == ("resumed from their checkpoints" not in done.stdout)
     files = visible_parquet(out)
     assert files == sorted(expected_path(out, s) for s in specs)  # every cell exactly once
     assert Counter((p.parent.parent.name, p.parent.name, p.name.split("-")[0]) for p in files) == Counter(
