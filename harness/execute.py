@@ -23,6 +23,7 @@ import contextlib
 import io
 import logging
 import os
+import re
 import signal
 import socket
 import sys
@@ -166,10 +167,68 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
         raise ConnectionError(f"nothing answers at {address} ({error})") from None
 
 
+#: Seconds within which a repeat of one condensed Ray message is not printed again.
+RAY_MESSAGE_REPEAT_S = 10.0
+#: The longest Ray message line printed (its first sentence, cut here).
+RAY_MESSAGE_CHARS = 200
+
+
+def condense_ray_message(text: str) -> str:
+    """The first sentence of a message Ray's raylet pushed to the driver, on one line.
+
+    After a worker or node death the raylet sends the driver messages of up to 50 lines (the last
+    lines of its log, its ``[state-dump]``); the grid already names the cell it retries and why, so
+    one sentence is kept. ``text`` without a sentence end is cut at :data:`RAY_MESSAGE_CHARS`.
+    """
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text).strip()  # colour codes, if Ray added any
+    first = text.splitlines()[0].strip() if text else ""
+    # whole sentences, until there are at least 40 characters ("Raylet is terminated." alone says
+    # less than "Raylet is terminated. Termination is unexpected.")
+    ends = [m.start() + 1 for m in re.finditer(r"[.!?](?=\s|$)", first)]
+    sentence = next((first[:e] for e in ends if e >= 40), first)
+    if len(sentence) > RAY_MESSAGE_CHARS:
+        sentence = sentence[: RAY_MESSAGE_CHARS - 3].rstrip() + "..."
+    return sentence
+
+
+class _RayMessages:
+    """Replaces the function through which Ray's driver prints what the raylet pushes to it
+    (``ray._private.worker.print_to_stdstream``, looked up by Ray's listener thread at each call):
+    a raylet message becomes one line on stderr, ``ray: <first sentence> (Ray's logs have the
+    rest)``, and a repeat within :data:`RAY_MESSAGE_REPEAT_S` is dropped; anything else is passed on
+    unchanged. Ray's logs keep the full text (its session folder, ``/tmp/ray/session_latest/logs``
+    on the head by default). A private hook: if a Ray release renames it, Ray prints as before."""
+
+    def __init__(self, original: Callable, stream: Callable[[], io.TextIOBase] | None = None) -> None:
+        self.original = original
+        self.stream = stream or (lambda: sys.stderr)
+        self.seen: dict[str, float] = {}
+
+    def __call__(self, data: dict, *args: object, **kwargs: object) -> None:
+        if not isinstance(data, dict) or data.get("pid") != "raylet":
+            return self.original(data, *args, **kwargs)
+        now = time.monotonic()
+        for line in dict.fromkeys(condense_ray_message(str(m)) for m in data.get("lines", [])):
+            if not line or now - self.seen.get(line, -float("inf")) < RAY_MESSAGE_REPEAT_S:
+                continue
+            self.seen[line] = now
+            tqdm.write(f"ray: {line} (Ray's logs have the rest)", file=self.stream())
+
+
+def condense_ray_messages() -> None:
+    """Install :class:`_RayMessages` in this driver (once; harmless if Ray lacks the hook)."""
+    import ray._private.worker as ray_worker
+
+    current = getattr(ray_worker, "print_to_stdstream", None)
+    if current is not None and not isinstance(current, _RayMessages):
+        ray_worker.print_to_stdstream = _RayMessages(current)
+
+
 def start_ray(address: str | None, num_cpus: int | None) -> float:
     """Join the cluster at ``address``, or start a local Ray with ``num_cpus`` CPUs (default: all);
     returns the seconds it took. Quiet: no dashboard, no worker output copied to the terminal."""
     start = time.perf_counter()
+    condense_ray_messages()
     if ray.is_initialized():
         return 0.0
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
@@ -371,7 +430,7 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                 try:
                     reply = ray.get(ref)
                 except Exception as error:  # its worker or node died (the task catches the rest)
-                    message = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+                    message = f"{type(error).__name__}: {condense_ray_message(str(error))}"
                     attempts[spec] = attempts.get(spec, 0) + 1
                     if attempts[spec] <= SYSTEM_RETRIES:  # again, from the latest checkpoint, first
                         outcome.retried += 1

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from harness.cell import CellSpec, run_cell
-from harness.execute import run_cells
+from harness.execute import run_cells, start_ray
 from harness.store import ROW_SCHEMA, cell_path, read_checkpoint, read_results, result_files
 from tests.harness.faults import slow_cell, slow_iterations
 from tests.harness.layout import TIMINGS
@@ -40,7 +40,7 @@ def head():
     c = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "include_dashboard": False,
         "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3}})
-    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
+    start_ray(c.address, None)  # as the grid command joins a cluster (quiet, Ray's messages condensed)
     yield c
     ray.shutdown()
     c.shutdown()
@@ -165,3 +165,38 @@ def test_a_cell_on_a_killed_node_resumes_from_its_last_checkpoint(cluster, tmp_p
     assert read_checkpoint(out, specs[0]) is None and read_checkpoint(out, specs[1]) is None
     print(f"killed with checkpoints at iterations {seen['checkpointed']}; {spec.seed} resumed after "
           f"iteration {resumed_at} of 12; grid done {time.monotonic() - start:.1f} s after start")
+
+
+LONG_GRID = """seeds = 2
+iterations = 80
+[[cells]]
+problems = ["hartmann-1-2-discrete"]
+algorithms = ["vucb-unif"]
+"""
+
+
+def test_a_node_death_is_one_line_per_message_not_rays_state_dump(cluster, tmp_path: Path) -> None:
+    """After a node death the raylet pushes the driver its last log lines and ``[state-dump]``
+    (about 45 lines); the grid command prints each such message as one ``ray:`` line, once."""
+    c, nodes = cluster
+    grid_file = tmp_path / "long.toml"
+    grid_file.write_text(LONG_GRID)
+    out = tmp_path / "out"
+    driver = subprocess.Popen([sys.executable, "-m", "harness.run", "--grid", str(grid_file), "--out",
+                               str(out), "--address", c.address, "--no-progress"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(out.glob("_checkpoints/**/*.ckpt")) and time.monotonic() < deadline:
+        time.sleep(0.1)  # both cells run, one on each node, and have checkpointed
+    assert driver.poll() is None, "the grid ended before the kill"
+    c.remove_node(nodes[0], allow_graceful=False)
+    stdout, stderr = driver.communicate(timeout=300)
+    assert driver.returncode == 0, stderr[-2000:]
+    assert "retrying hartmann-1-2-discrete/vucb-unif/seed" in stderr
+    text = stdout + stderr
+    assert "[state-dump]" not in text and "(raylet)" not in text
+    ray_lines = [line for line in text.splitlines() if line.startswith("ray: ")]
+    assert ray_lines, f"no message from Ray reached the driver:\n{text}"
+    assert len(ray_lines) == len(set(ray_lines)) and all(len(line) < 260 for line in ray_lines)
+    assert len(text.splitlines()) <= 8 + len(ray_lines), text
+    print(text)
