@@ -101,6 +101,25 @@ def _diagonal_update(base: Tensor, L: Tensor, v: Tensor, eps: Tensor) -> Tensor:
     return base - (c[..., None, None] * v.unsqueeze(-2)) * proj.unsqueeze(-1)
 
 
+def estimate_bounds(centre: Tensor, v: Tensor, coef: Tensor) -> tuple[Tensor, Tensor]:
+    """Bounds on mean_s VaR(a_ks + v coef_ks) from ``centre`` = mean_s VaR(a_ks).
+
+    VaR is monotone and shifts with a constant, and a + v c lies between a + c min(v) and
+    a + c max(v) (in either order, by the sign of c), so each VaR moves by at most those ends.
+
+    Args:
+        centre: ``P x K`` mean over s of VaR(a_ks), for each x' (P) and fantasy (K).
+        v: ``b x P x m`` the rank-one direction per candidate and x'.
+        coef: ``b x P x K x M`` its coefficient per fantasy and sample.
+
+    Returns:
+        ``(lower, upper)``, each ``b x P x K``.
+    """
+    v_lo, v_hi = v.amin(-1)[:, :, None, None], v.amax(-1)[:, :, None, None]
+    ends = torch.stack([coef * v_lo, coef * v_hi])  # 2 x b x P x K x M
+    return centre + ends.amin(0).mean(-1), centre + ends.amax(0).mean(-1)
+
+
 def var_estimate(mean: Tensor, root: Tensor, eps: Tensor, masses: Tensor, alpha: float) -> Tensor:
     """E[VaR] over samples ``mean + root @ eps``.
 
@@ -190,6 +209,9 @@ class FastRhoKG:
                 self.L_past = sample_root(self.cov_past)  # P x m x m
                 self.base_past = self._base(self.L_past)  # P x K x M x m
                 self.mean_base_past = self.mean_past[:, None, None, :] + self.base_past
+                # mean over samples of VaR(mean + L eps_k), P x K: the centre of the bound on
+                # every fantasy's estimate at a past x' (see :meth:`_full_search_update`)
+                self.var_base_past = weighted_var(self.mean_base_past, w.weights, alpha).mean(-1)
 
     def estimate_now(self, x: Tensor, weights: Tensor | None = None) -> Tensor:
         """E_n[VaR_alpha(F(x, W))] for ``b x d_x`` -> ``b`` (original scale), with the W set's
@@ -208,7 +230,8 @@ class FastRhoKG:
         return flat.reshape(*L.shape[:-2], K, M, m)
 
     def fantasy_estimates(self, candidates: Tensor, xi: Tensor, eps: Tensor,
-                          inner: Tensor | None = None, keep: dict | None = None) -> Tensor:
+                          inner: Tensor | None = None, keep: dict | None = None,
+                          prune: bool = False) -> Tensor:
         """E_{n+1,k}[VaR] under the fantasy at each candidate.
 
         Args:
@@ -219,6 +242,10 @@ class FastRhoKG:
                 None, every x' of S = {x} union past x is evaluated.
             keep: with the ``"update"`` root and ``inner=None``, filled with what
                 :meth:`remembered_estimates` needs about the candidates' own x.
+            prune: with the ``"update"`` root and ``inner=None``, estimates at past x' that
+                provably cannot be the largest over S for any fantasy are not computed and come
+                back as ``-inf``; the max over S, its argmax and their gradients are unchanged
+                (see :meth:`_full_search_update`).
 
         Returns:
             ``b x J x K`` estimates, J = 1 + P for the whole of S (x first, then ``past_x`` in
@@ -232,7 +259,7 @@ class FastRhoKG:
         var_c = post.cov(c, V_c, c, V_c)[..., 0, 0]  # b
         scale = (var_c + post.noise).sqrt()  # predictive std at c
         if inner is None and self.root == "update":
-            return self._full_search_update(candidates, c, V_c, scale, xi, eps, keep)
+            return self._full_search_update(candidates, c, V_c, scale, xi, eps, keep, prune)
         if inner is None:
             A_x = _with_w(candidates[:, :d_x], self.w.points).unsqueeze(1)  # b x 1 x m x d
             mean_x, V_x = post.project(A_x)
@@ -275,7 +302,8 @@ class FastRhoKG:
 
 
     def _full_search_update(self, candidates: Tensor, c: Tensor, V_c: Tensor, scale: Tensor,
-                            xi: Tensor, eps: Tensor, keep: dict | None = None) -> Tensor:
+                            xi: Tensor, eps: Tensor, keep: dict | None = None,
+                            prune: bool = False) -> Tensor:
         """:meth:`fantasy_estimates` over the whole of S with the ``"update"`` root, the hot path.
 
         The past x' part never copies its candidate-independent pieces per candidate: their
@@ -283,6 +311,17 @@ class FastRhoKG:
         the rank-one factors from one multi-right-hand-side triangular solve per x', and the
         samples from one fused multiply-add, mean + L eps + v (xi_k - c u^T eps) (see
         :func:`updated_noise`), with mean + L eps precomputed.
+
+        Pruning (``prune``). A past x' sample row is a + v_j coef_ks with a = mean + L eps_ks fixed
+        for the iteration; VaR is monotone and shifts with a constant, so
+        |VaR(a + b) - VaR(a)| <= max |b|, and the fantasy-k estimate at x' j lies within
+        mean_s VaR(a_jks) +- mean_s |coef_ks| max |v_j|. A pair (candidate, x' j) whose upper bound
+        falls below the largest lower bound over S (the candidate's own x counts exactly) for
+        every fantasy cannot hold any max: its M x m samples are never formed and its K
+        estimates are ``-inf``. The pairs kept are computed with the same operations on the same
+        numbers as without pruning (elementwise, then reductions along the same dimensions), so
+        the max over S and its gradient are bit for bit the same; the test suite checks this.
+        Most past x' lie far from a candidate (max |v_j| near 0), which is what makes it pay.
 
         Returns:
             ``b x (1 + P) x K`` estimates (original scale).
@@ -312,11 +351,52 @@ class FastRhoKG:
         proj = torch.einsum("kst,ptb->bpks", eps, u)  # u^T eps: b x P x K x M
         coef = xi[:, None] - cc.T[:, :, None, None] * proj  # b x P x K x M
         v_p = v_p.permute(2, 0, 1).contiguous()  # b x P x m; contiguous m: the fused add below is 5x faster
-        samples_p = torch.addcmul(self.mean_base_past[:, :K], v_p[:, :, None, None, :], coef.unsqueeze(-1))
         values_x = weighted_var(samples_x, w.weights, self.alpha).mean(-1)  # b x K
-        values_p = weighted_var(samples_p, w.weights, self.alpha).mean(-1)  # b x P x K
+        if not prune:
+            samples_p = torch.addcmul(self.mean_base_past[:, :K], v_p[:, :, None, None, :],
+                                      coef.unsqueeze(-1))
+            values_p = weighted_var(samples_p, w.weights, self.alpha).mean(-1)  # b x P x K
+        else:
+            values_p = self._pruned_past_values(values_x, v_p, coef, K)
         values = torch.cat([values_x.unsqueeze(1), values_p], dim=1)
         return values * post.y_std + post.y_mean
+
+    def _pruned_past_values(self, values_x: Tensor, v_p: Tensor, coef: Tensor, K: int) -> Tensor:
+        """The ``b x P x K`` past-x' estimates of :meth:`_full_search_update`, ``-inf`` for the
+        (candidate, x') pairs that cannot hold the max over S (its docstring has the bound).
+
+        Args:
+            values_x: ``b x K`` the candidates' own-x estimates (standardized scale).
+            v_p: ``b x P x m`` rank-one factors; coef: ``b x P x K x M`` their coefficients.
+        """
+        b, P = v_p.shape[:2]
+        grad = torch.is_grad_enabled() and (v_p.requires_grad or coef.requires_grad)
+        values_p = torch.full((b, P, K), -math.inf, dtype=coef.dtype)
+        with torch.no_grad():
+            lower_p, upper_p = estimate_bounds(self.var_base_past[:, :K], v_p, coef)  # b x P x K
+            lower = torch.maximum(values_x, lower_p.amax(1))  # b x K
+            # a margin far above rounding (bounds and estimates are within ulps of exact)
+            margin = 1e-8 * (1.0 + lower.abs())
+            live = upper_p >= (lower - margin).unsqueeze(1)  # b x P x K
+            bi, pj, kk = live.nonzero(as_tuple=True)
+            samples = torch.addcmul(self.mean_base_past[pj, kk], v_p[bi, pj][:, None, :],
+                                    coef[bi, pj, kk].unsqueeze(-1))  # r x M x m
+            kept = weighted_var(samples, self.w.weights, self.alpha).mean(-1)  # r
+            values_p.index_put_((bi, pj, kk), kept)
+            if not grad:  # raw scoring, values at solutions: done
+                return values_p
+            # With a gradient, only the x' that hold a max carry one. They are recomputed with
+            # autograd as whole (b, x') pairs, all K fantasies, so that the gradient of v_p sums
+            # over (k, s) in the same order as the computation without pruning.
+            best = torch.cat([values_x.unsqueeze(1), values_p], dim=1).argmax(1)  # b x K
+            winners = torch.zeros(b, P + 1, dtype=torch.bool)
+            winners.scatter_(1, best, True)
+            bi, pj = winners[:, 1:].nonzero(as_tuple=True)
+            values_p = values_p.masked_fill(winners[:, 1:].unsqueeze(-1), 0.0)
+        samples = torch.addcmul(self.mean_base_past[pj, :K], v_p[bi, pj][:, None, None, :],
+                                coef[bi, pj].unsqueeze(-1))  # r x K x M x m
+        kept = weighted_var(samples, self.w.weights, self.alpha).mean(-1)  # r x K
+        return values_p.index_put((bi, pj), kept)
 
 
     def remembered_estimates(self, candidates: Tensor, xi: Tensor, eps: Tensor, index: Tensor,
@@ -434,7 +514,7 @@ class RhoKGAcquisition(AcquisitionFunction):
             values = est.fantasy_estimates(candidates, self.xi, self.eps, inner=self.inner[:b])[:, 0]
         else:
             kept: dict | None = {} if est.root == "update" and self.tts_frequency > 1 else None
-            all_values = est.fantasy_estimates(candidates, self.xi, self.eps, keep=kept)
+            all_values = est.fantasy_estimates(candidates, self.xi, self.eps, keep=kept, prune=True)
             values, best = all_values.max(dim=1)  # b x K
             with torch.no_grad():
                 S = torch.cat([candidates[:, None, :d_x].detach(),

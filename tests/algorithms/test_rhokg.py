@@ -146,3 +146,76 @@ def test_cached_two_time_scale_path_equals_refactoring_the_remembered_points() -
     cached = est.remembered_estimates(moved, xi, eps, index, kept)
     fresh = est.fantasy_estimates(moved, xi, eps, inner=inner)[:, 0]
     torch.testing.assert_close(cached, fresh, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize(("name", "n", "K"), [("hartmann-1-2-discrete", 40, 10),
+                                              ("hartmann-1-2-discrete", 25, 4),
+                                              ("branin-1-1-continuous", 30, 10)])
+def test_pruning_leaves_the_max_over_s_and_its_gradient_bit_for_bit(name: str, n: int, K: int) -> None:
+    """The acquisition prunes past x' that provably cannot hold the max over S; the max, its
+    argmax and the gradient with respect to the candidates must be exactly those of the estimator
+    that computes every x' (torch.equal, not a tolerance), with and without autograd."""
+    p, model, _ = small_model(name, n, 3)
+    algorithm = RhoKGApx(p, seed_root=5)
+    train_X = model.train_inputs[0]
+    est, _, (xi, eps, xi_low) = algorithm._iteration_estimator(model, train_X, 1)
+    xi = xi if K == algorithm.K else xi_low
+    g = torch.Generator().manual_seed(n)
+    pruned_share = []
+    for b in (1, 7, 16):
+        candidates = torch.rand(b, p.d_x + p.d_z, generator=g, dtype=torch.float64)
+        if p.z.is_discrete:
+            candidates[:, p.d_x:] = p.z.points[torch.randint(p.z.size, (b,), generator=g)]
+        else:
+            low, high = p.z.bounds
+            candidates[:, p.d_x:] = low + (high - low) * candidates[:, p.d_x:]
+        results = []
+        for prune in (False, True):
+            x = candidates.clone().requires_grad_(True)
+            values = est.fantasy_estimates(x, xi, eps[:K], prune=prune)
+            best, where = values.max(dim=1)
+            best.mean(-1).sum().backward()
+            with torch.no_grad():
+                quiet = est.fantasy_estimates(candidates, xi, eps[:K], prune=prune)
+            results.append((values.detach(), best.detach(), where, x.grad, quiet))
+        (dense, best0, where0, grad0, quiet0), (sparse, best1, where1, grad1, quiet1) = results
+        assert torch.equal(best0, best1) and torch.equal(where0, where1)
+        assert torch.equal(grad0, grad1)
+        assert torch.equal(quiet0.max(1).values, quiet1.max(1).values)
+        assert torch.equal(quiet0.max(1).indices, quiet1.max(1).indices)
+        # what is computed is the same number; what is pruned lies below the max
+        for full, part in ((dense, sparse), (quiet0, quiet1)):
+            done = torch.isfinite(part)
+            assert torch.equal(full[done], part[done])
+            assert bool((full[~done] < full.max(1, keepdim=True).values.expand_as(full)[~done]).all())
+        pruned_share.append(float((~torch.isfinite(quiet1)).float().mean()))
+    assert max(pruned_share) > 0.3, pruned_share  # the pruning does prune
+
+
+def test_estimate_bounds_hold_by_brute_force() -> None:
+    """Every mean over samples of VaR(a + v coef), computed row by row with numpy's sort, lies
+    within the bounds the pruning uses, and a bound is reached when v is constant."""
+    from algorithms.rhokg import estimate_bounds
+
+    g = torch.Generator().manual_seed(0)
+    b, P, K, M, m, alpha = 3, 4, 5, 6, 9, 0.3
+    masses = torch.rand(m, generator=g, dtype=torch.float64)
+    masses /= masses.sum()
+
+    def brute_var(rows: np.ndarray) -> np.ndarray:  # the definition: first sorted value reaching alpha
+        order = np.argsort(rows, axis=-1, kind="stable")
+        reach = np.cumsum(masses.numpy()[order], axis=-1) >= alpha - 1e-12
+        return np.take_along_axis(rows, order, -1)[..., :][np.arange(rows.shape[0]), reach.argmax(-1)]
+
+    a = torch.randn(P, K, M, m, generator=g, dtype=torch.float64)
+    centre = torch.from_numpy(brute_var(a.reshape(-1, m).numpy()).reshape(P, K, M)).mean(-1)
+    for v in (torch.randn(b, P, m, generator=g, dtype=torch.float64),  # mixed signs
+              torch.rand(b, P, m, generator=g, dtype=torch.float64),  # one sign
+              torch.full((b, P, m), 0.7, dtype=torch.float64)):  # constant: the VaR shifts exactly
+        coef = 3 * torch.randn(b, P, K, M, generator=g, dtype=torch.float64)
+        rows = a.unsqueeze(0) + v[:, :, None, None, :] * coef.unsqueeze(-1)
+        exact = torch.from_numpy(brute_var(rows.reshape(-1, m).numpy()).reshape(b, P, K, M)).mean(-1)
+        lower, upper = estimate_bounds(centre, v, coef)
+        assert bool((lower <= exact + 1e-12).all() and (exact <= upper + 1e-12).all())
+        if bool((v == v[..., :1]).all()):
+            assert torch.allclose(lower, exact, atol=1e-12) and torch.allclose(upper, exact, atol=1e-12)

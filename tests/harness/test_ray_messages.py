@@ -12,7 +12,8 @@ DUMP = ("Raylet is terminated. Termination is unexpected. Possible reasons inclu
         + "".join(f"    [state-dump] \tNodeManager.timer_{i} - 1 total (1 active), Execution time: "
                   f"mean = 0.00ms\n" for i in range(40))
         + "    [2026-11-23 14:52:18,179 I 9413 9413] (raylet) worker_pool.cc:564: Started worker\n")
-NODE = ("The node with node id: " + "0d04" * 14 + " and address: 192.0.2.2 and node name: 192.0.2.2 has been marked dead because "
+NODE = ("The node with node id: " + "0d04" * 14 + " and address: 192.0.2.2 and node name: 192.0.2.2 "
+        "has been marked dead because "
         "the detector has missed too many heartbeats from it. This can happen when a \t(1) raylet "
         "crashes unexpectedly (OOM, etc.) \n\t(2) raylet has lagging heartbeats.")
 
