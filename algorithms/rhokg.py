@@ -487,6 +487,10 @@ class RhoKGAcquisition(AcquisitionFunction):
     between evaluate each fantasy at its remembered argmax.
     """
 
+    #: Skip the past x' that provably cannot hold the max over S (:meth:`FastRhoKG._full_search_update`);
+    #: the values and gradients are the same either way. False only to time the unpruned search.
+    prune: ClassVar[bool] = True
+
     def __init__(self, model: SingleTaskGP, estimator: FastRhoKG, xi: Tensor, eps: Tensor,
                  current_best: float, tts_frequency: int) -> None:
         super().__init__(model=model)
@@ -514,7 +518,7 @@ class RhoKGAcquisition(AcquisitionFunction):
             values = est.fantasy_estimates(candidates, self.xi, self.eps, inner=self.inner[:b])[:, 0]
         else:
             kept: dict | None = {} if est.root == "update" and self.tts_frequency > 1 else None
-            all_values = est.fantasy_estimates(candidates, self.xi, self.eps, keep=kept, prune=True)
+            all_values = est.fantasy_estimates(candidates, self.xi, self.eps, keep=kept, prune=self.prune)
             values, best = all_values.max(dim=1)  # b x K
             with torch.no_grad():
                 S = torch.cat([candidates[:, None, :d_x].detach(),
