@@ -23,7 +23,9 @@ x' in S, fantasies and samples; only the m x m Cholesky factors of the fantasy c
 per candidate and x', shared by all fantasies) are left to LAPACK. :func:`reference_value` computes
 the same number the way a port of BoRisk would: BoTorch's ``condition_on_observations`` per
 candidate and a loop over x'. Both use :func:`sample_root`, so with the same base samples they agree
-to rounding.
+to rounding. The acquisition also skips the past x' that provably cannot hold the max over S
+(:func:`estimate_bounds`, :meth:`FastRhoKG._full_search_update`), which leaves every value and
+gradient bit for bit unchanged and makes a proposal 2-4 times faster on a discrete Z.
 
 Where this differs from BoRisk's code, on purpose: the refinement starts from the *best* tenth of
 the first-phase solutions (BoRisk's ``optimize_outer`` sorts ascending and keeps the worst tenth,
