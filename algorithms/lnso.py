@@ -11,7 +11,7 @@ All starts are one batched computation: the networks' weights are ``S x ...`` te
 step together (a gather of their weights, then a scatter back); there is no Python loop over starts.
 
 The counts are options (:class:`LNSOSettings`). The authors used 50 starts, 1000 training steps
-per (re)fit and 2000 x steps at Adam lr 1e-3 (reference.md section 5): minutes per iteration on one
+per (re)fit and 2000 x steps at Adam lr 1e-3 (docs/conventions.md section 5): minutes per iteration on one
 core. The defaults here are sized for about a second per BO iteration (README, "Continuous Z").
 """
 

@@ -1,7 +1,7 @@
 """rho-KG^apx (Cakmak et al., 2020, "Bayesian Optimization of Risk Measures"), as BoRisk implements
 it, in the maximization form of the VaR paper (BoRisk minimizes -f at level 1 - alpha).
 
-The pieces (reference.md section 7):
+The pieces (docs/conventions.md section 7):
 
 * risk estimate E_n[VaR_alpha(F(x', W))]: M joint posterior samples of f over {x'} x W, drawn as
   mean + chol(cov) eps with fixed quasi-random normal ``eps``, the weighted VaR of each, averaged;

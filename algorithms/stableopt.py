@@ -1,4 +1,4 @@
-"""StableOpt (Bogunovic et al., 2018), the alpha -> 0 limit of V-UCB (reference.md section 6).
+"""StableOpt (Bogunovic et al., 2018), the alpha -> 0 limit of V-UCB (docs/conventions.md section 6).
 
 x_t = argmax_x min_{z in Dz} u_{t-1}(x, z);  z_t = argmin_{z in Dz} l_{t-1}(x_t, z), exact ties broken
 uniformly at random.

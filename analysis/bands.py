@@ -1,6 +1,6 @@
 """The 70 % two-sided confidence band of the mean log10 regret over seeds, per series and iteration.
 
-band = mean +- t_{0.85, n-1} * sd / sqrt(n), sd with n - 1 degrees of freedom (reference.md section 8;
+band = mean +- t_{0.85, n-1} * sd / sqrt(n), sd with n - 1 degrees of freedom (docs/conventions.md section 8;
 not seaborn's bootstrap, which is random, slow and under-covers at 5 to 10 seeds). With one seed the
 band is undefined (NaN) and only the mean is drawn.
 """

@@ -52,7 +52,7 @@ SYNTHETIC_DISCRETE = ("branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann
 SYNTHETIC_CONTINUOUS = ("branin-1-1-continuous", "goldstein-1-1-continuous",
                         "hartmann-1-2-continuous", "hartmann-2-1-continuous")
 
-#: Iterations of the paper grid, reference.md section 2 (the paper is silent; authors' runner: 60).
+#: Iterations of the paper grid, docs/conventions.md section 2 (the paper is silent; authors' runner: 60).
 PAPER_ITERATIONS = {**dict.fromkeys(SYNTHETIC_DISCRETE + SYNTHETIC_CONTINUOUS, 60),
                     "portfolio-3-2": 80, "robot-push-3-2": 100}
 PAPER_SEEDS = 10

@@ -163,7 +163,7 @@ class TruncatedNormalZ:
 
 def gaussian_grid(n_per_axis: int, d_z: int, center: float = 0.5, width: float = 0.1) -> DiscreteZ:
     """The synthetic problems' discrete Z: ``linspace(0, 1, n)`` on each axis, masses proportional
-    to exp(-||z - center||^2 / width^2) (reference.md section 2)."""
+    to exp(-||z - center||^2 / width^2) (docs/conventions.md section 2)."""
     axis = torch.linspace(0.0, 1.0, n_per_axis, dtype=torch.float64)
     mesh = torch.meshgrid(*([axis] * d_z), indexing="ij")
     points = torch.stack([m.reshape(-1) for m in mesh], dim=-1)

@@ -2,7 +2,7 @@
 
 The objective is minus the posterior mean of a GP trained on 3,000 CVXPortfolio back-tests
 (:mod:`problems.portfolio_data`; y is a negated return in percent, so f is a return). The GP is
-BoRisk's fitted surrogate with the hyperparameters of reference.md section 4: constant mean, a
+BoRisk's fitted surrogate with the hyperparameters of docs/conventions.md section 4: constant mean, a
 scaled Matern-5/2 ARD kernel, Gaussian noise, on outcomes standardized by their own mean and
 (unbiased) standard deviation. Those published figures are used, not a fresh maximum-likelihood
 fit: they define the surrogate the paper's authors optimized, need no minutes-long fit and no
@@ -30,7 +30,7 @@ from problems.base import Problem
 from problems.distributions import DiscreteZ
 from problems.portfolio_data import load
 
-#: BoRisk's fitted hyperparameters (reference.md section 4), on standardized outcomes.
+#: BoRisk's fitted hyperparameters (docs/conventions.md section 4), on standardized outcomes.
 CONSTANT_MEAN = -0.533
 OUTPUTSCALE = 4.452
 LENGTHSCALES = (0.221, 7.135, 0.252, 0.537, 2.511)  # x1 x2 x3 w1 w2

@@ -20,10 +20,11 @@ from problems.portfolio import portfolio_problem
 from problems.robot_push import robot_push_problem
 from problems.synthetic import branin, goldstein_price, hartmann3
 
-NOISE_STD = 0.1  # noise variance 0.01 on every problem (reference.md section 2)
+NOISE_STD = 0.1  # noise variance 0.01 on every problem (docs/conventions.md section 2)
 
 
-# Objectives on [0, 1]-scaled concat([x, z]), maximized; the authors' output scaling (reference.md 3).
+# Objectives on [0, 1]-scaled concat([x, z]), maximized; the authors' output scaling
+# (docs/conventions.md section 3).
 def branin_objective(u: Tensor) -> Tensor:
     """-(B(15 u1 - 5, 15 u2) - 54.81) / 51.95."""
     X = u.new_empty(u.shape)
@@ -92,7 +93,7 @@ PROBLEMS: dict[str, Callable[[], Problem]] = {
 }
 PROBLEMS.update({f"{prefix}-continuous": functools.partial(_synthetic_continuous, prefix)
                  for prefix in _SYNTHETIC})
-# The simulated problems (reference.md section 4) live in their own modules.
+# The simulated problems (docs/conventions.md section 4) live in their own modules.
 PROBLEMS["portfolio-3-2"] = portfolio_problem
 PROBLEMS["robot-push-3-2"] = robot_push_problem
 

@@ -1,6 +1,6 @@
 """Robot pushing (Wang & Jegelka 2017), headless and deterministic, and the problem ``robot-push-3-2``.
 
-The simulator (reference.md section 4): a Box2D world without gravity, stepped at 1/100 s with 10
+The simulator (docs/conventions.md section 4): a Box2D world without gravity, stepped at 1/100 s with 10
 velocity and 10 position iterations. A circular object (radius 1) rests at the origin, held by a
 friction joint to a static table; a box pusher (half-extents 0.3 x 1) starts at (r_x, r_y), turned by
 arctan(r_y / r_x), and is driven towards the object's starting point at speed 5 for int(10 t_p) steps,
