@@ -57,13 +57,18 @@ class Proposal:
     Attributes:
         x: ``d_x`` decision, in [0, 1].
         z: ``d_z`` environment value.
-        info: per-iteration diagnostics stored in the results row (``beta``, ``lv_count``,
-            ``var_lower``: VaR_alpha(l_{t-1}(x_t, Z)), used for the theory's recommendation).
+        info: per-iteration diagnostics, stored whole in the row's ``info`` column (JSON); four
+            keys also have columns of their own (``beta``, ``lv_count``, ``var_upper``,
+            ``var_lower``). No key changes how the runner computes a row.
+        lower_bound: a lower confidence bound on the algorithm's target at ``x`` (V-UCB:
+            VaR_alpha(l_{t-1}(x_t, Z))), or None. The runner's theory recommendation is the x_t of
+            the largest one so far (the paper's x_{t*}); an algorithm without bounds leaves it None.
     """
 
     x: Tensor
     z: Tensor
     info: dict[str, float | int | None] = field(default_factory=dict)
+    lower_bound: float | None = None
 
 
 @dataclass
@@ -84,8 +89,25 @@ class Algorithm(ABC):
     """
 
     name: ClassVar[str]
-    #: The kinds of Z the algorithm handles ("discrete", "continuous"); see :func:`supports`.
+    #: The kinds of Z the algorithm handles ("discrete", "continuous"); the runner refuses any other
+    #: before any work (:func:`build_algorithm`).
     z_kinds: ClassVar[frozenset[str]] = frozenset({"discrete", "continuous"})
+    #: What the run's regret is measured against: ``"var"`` (the problem's optimal VaR_alpha) or
+    #: ``"worst_case"`` (max_x min_z f, StableOpt's target).
+    target: ClassVar[str] = "var"
+    #: What the candidates of :meth:`acquisition_function` are: ``"x"`` (``d_x`` columns) or
+    #: ``"xz"`` (``d_x + d_z``: x and a value of Z, as rho-KG^apx's (x, w)). The complexity study
+    #: draws its batch of candidates from it.
+    candidates: ClassVar[str] = "x"
+    #: How many candidates the complexity study evaluates the acquisition function on at once.
+    evaluation_batch: ClassVar[int] = 256
+
+    @classmethod
+    def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:
+        """Rough single-core seconds of one proposal on a Z of kind ``z_kind``, as (fixed seconds,
+        seconds at |D| = 40 and |Dz| = 64, exponent in |D|, exponent in |Dz|). It sizes the
+        complexity study and its ETA; it is not a result. The default is a middling guess."""
+        return (0.1, 0.5, 1.0, 1.0)
 
     def __init__(self, problem: Problem, seed_root: int, **options: object) -> None:
         if options:
@@ -140,12 +162,57 @@ class Algorithm(ABC):
         return xs[first.sort().values]
 
 
+Z_KINDS = frozenset({"discrete", "continuous"})
+TARGETS = ("var", "worst_case")
+
+
+def check_algorithm(key: str, factory: object) -> None:
+    """One-line ``ValueError`` unless ``factory`` is an :class:`Algorithm` subclass whose
+    declarations the runner can rely on: ``name`` equal to ``key`` (its registry key, or the
+    import path it was loaded by), ``z_kinds`` a non-empty subset of {discrete, continuous},
+    ``target`` one of ``var``, ``worst_case``, ``candidates`` one of ``x``, ``xz``."""
+    if not (isinstance(factory, type) and issubclass(factory, Algorithm)):
+        raise ValueError(f"algorithm {key!r}: {factory!r} is not a subclass of algorithms.Algorithm")
+    where = f"algorithm {key!r} ({factory.__module__}.{factory.__qualname__})"
+    name = getattr(factory, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where} sets no class attribute name (set name = {key!r})")
+    if name != key and not (":" in key and key.rsplit(":", 1)[-1] == factory.__name__):
+        raise ValueError(f"{where} has name {name!r}, not its registry key {key!r}")
+    kinds = factory.z_kinds
+    if not isinstance(kinds, frozenset | set) or not kinds or not kinds <= Z_KINDS:
+        raise ValueError(f"{where}: z_kinds must be a non-empty subset of {sorted(Z_KINDS)}, "
+                         f"got {kinds!r}")
+    if factory.target not in TARGETS:
+        raise ValueError(f"{where}: target must be one of {', '.join(TARGETS)}, got {factory.target!r}")
+    if factory.candidates not in ("x", "xz"):
+        raise ValueError(f"{where}: candidates must be 'x' or 'xz', got {factory.candidates!r}")
+
+
+def z_kind(problem: Problem) -> str:
+    """``"discrete"`` or ``"continuous"``: the kind of the problem's Z (read from Z, never from
+    the problem's name)."""
+    return "discrete" if problem.z.is_discrete else "continuous"
+
+
+def build_algorithm(key: str, factory: object, problem: Problem, seed_root: int,
+                    **options: object) -> Algorithm:
+    """``factory(problem, seed_root, **options)`` after :func:`check_algorithm` and a check that
+    it handles the problem's kind of Z; every refusal is a one-line ``ValueError`` raised before
+    any work (options are the factory's to check: ``TypeError`` or ``ValueError``)."""
+    check_algorithm(key, factory)
+    if not supports(factory, problem):
+        raise ValueError(f"algorithm {key!r} handles a {' or '.join(sorted(factory.z_kinds))} Z only; "
+                         f"problem {problem.name!r} has a {z_kind(problem)} one")
+    return factory(problem, seed_root, **options)
+
+
 def supports(factory: object, problem: Problem) -> bool:
     """Whether an algorithm factory (a registry value) handles ``problem``'s kind of Z.
 
     A factory that declares no ``z_kinds`` is assumed to handle both; building it on a problem it
     cannot handle still raises a one-line ``ValueError``.
     """
-    kinds = getattr(factory, "z_kinds", frozenset({"discrete", "continuous"}))
-    return ("discrete" if problem.z.is_discrete else "continuous") in kinds
+    kinds = getattr(factory, "z_kinds", Z_KINDS)
+    return z_kind(problem) in kinds
 

@@ -19,6 +19,11 @@ class RandomSearch(Algorithm):
 
     name = "random"
 
+    @classmethod
+    def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:
+        """See :meth:`Algorithm.proposal_cost`: a draw."""
+        return (0.001, 0.0, 0.0, 0.0)
+
     def propose(self, model: SingleTaskGP, t: int) -> Proposal:
         x = torch.rand(self.problem.d_x, generator=self.rng, dtype=torch.float64)
         z = self.problem.z.sample(1, self.rng)[0]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from algorithms.base import Algorithm
+from algorithms.base import Algorithm, check_algorithm
 from algorithms.random_search import RandomSearch
 from algorithms.rhokg import RhoKGApx, RhoKGApxReleased
 from algorithms.stableopt import StableOpt
@@ -24,3 +24,5 @@ ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "rhokg-apx": RhoKGApx,
     "rhokg-apx-released": RhoKGApxReleased,
 }
+for _key, _factory in ALGORITHMS.items():  # a class whose name or declarations do not hold fails here
+    check_algorithm(_key, _factory)

@@ -27,6 +27,12 @@ class StableOpt(Algorithm):
 
     name = "stableopt"
     z_kinds = frozenset({"discrete"})
+    target = "worst_case"  # max_x min_z f(x, z)
+
+    @classmethod
+    def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:
+        """See :meth:`Algorithm.proposal_cost`: as V-UCB's exact search."""
+        return (0.05, 0.1, 0.5, 1.0)
 
     def __init__(self, problem: Problem, seed_root: int, beta: str | float = "paper",
                  n_raw: int | None = None, n_restarts: int = 5, maxiter: int = 200) -> None:
@@ -53,7 +59,7 @@ class StableOpt(Algorithm):
         pick = torch.randint(minimizers.numel(), (1,), generator=self.choice_generator(t))
         index = int(minimizers[pick])
         info = {"beta": beta, "var_upper": float(u[0].min()), "var_lower": float(l[0, index])}
-        return Proposal(x_t, points[index].clone(), info)
+        return Proposal(x_t, points[index].clone(), info, lower_bound=info["var_lower"])
 
     def _min_upper(self, marginals: PosteriorMarginals, beta: float) -> Callable[[Tensor], Tensor]:
         """x -> min_z u_{t-1}(x, z) over the support, ``b x d_x`` -> ``b``."""

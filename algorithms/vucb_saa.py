@@ -43,6 +43,11 @@ class VUCBProbSAA(Algorithm):
     name = "vucb-prob-saa"
     z_kinds = frozenset({"continuous"})
 
+    @classmethod
+    def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:
+        """See :meth:`Algorithm.proposal_cost`: V-UCB's exact search on the sampled support."""
+        return (0.05, 0.12, 0.5, 1.0)
+
     def __init__(self, problem: Problem, seed_root: int, beta: str | float = "paper",
                  n_samples: int = 256, n_raw: int | None = None, n_restarts: int = 5,
                  maxiter: int = 200) -> None:
@@ -74,7 +79,7 @@ class VUCBProbSAA(Algorithm):
         # V-UCB Prob's rule with the density p(z) of each draw in place of a mass
         index = pick_lacing_value(mask, self.z.density(points), self.choice_generator(t))
         info = {"beta": beta, "lv_count": int(mask.sum()), "var_upper": var_u, "var_lower": var_l}
-        return Proposal(x_t, points[index].clone(), info)
+        return Proposal(x_t, points[index].clone(), info, lower_bound=var_l)
 
     def acquisition_function(self, model: SingleTaskGP, t: int) -> Callable[[Tensor], Tensor]:
         """VaR_alpha(u_{t-1}(x, Z)) over the iteration's N draws."""

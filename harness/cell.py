@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from algorithms import ALGORITHMS
+from algorithms import ALGORITHMS, build_algorithm
 from algorithms.gp import DEFAULT_GP, fit_gp, gp_profile, hyperparameters, make_gp
 from problems import DiscreteZ, get_problem
 from problems.seeding import derive_seed, generator
@@ -111,13 +111,25 @@ class CellResult:
     metadata: dict
 
 
-def _target(problem, algorithm_name: str) -> str:
-    """Which optimum a cell's regret is measured against."""
-    if algorithm_name == "stableopt":
+def _target(problem, factory: object) -> str:
+    """Which optimum a cell's regret is measured against: what the algorithm declares
+    (:attr:`algorithms.Algorithm.target`), and the worst case wherever VaR is the worst case."""
+    if getattr(factory, "target", "var") == "worst_case":
         return "worst_case"
     if isinstance(problem.z, DiscreteZ) and problem.alpha <= problem.z.min_mass:
         return "worst_case"  # VaR below the smallest mass is the minimum over the support
     return "var"
+
+
+def info_json(info: dict) -> str:
+    """A proposal's ``info`` as the row's JSON text (keys sorted; tensors as lists, NaN and
+    infinities as JSON's extensions ``NaN``, ``Infinity``, which Python's and pandas' readers take)."""
+    def plain(value: object) -> object:
+        if isinstance(value, torch.Tensor):
+            return value.tolist()
+        raise TypeError(f"info value of type {type(value).__name__} is not JSON")
+
+    return json.dumps(info, sort_keys=True, default=plain)
 
 
 @contextlib.contextmanager
@@ -192,9 +204,10 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
     if spec.algorithm not in ALGORITHMS:
         raise KeyError(f"unknown algorithm {spec.algorithm!r}; valid: {', '.join(ALGORITHMS)}")
     seed_root = derive_seed(spec.problem, spec.seed)
-    algorithm = ALGORITHMS[spec.algorithm](problem, seed_root, **dict(spec.options))
+    factory = ALGORITHMS[spec.algorithm]
+    algorithm = build_algorithm(spec.algorithm, factory, problem, seed_root, **dict(spec.options))
     iterations = problem.iterations if spec.iterations is None else spec.iterations
-    target = _target(problem, spec.algorithm)
+    target = _target(problem, factory)
     optimum = problem.optimum
     assert optimum is not None
     optimum_value = optimum.var if target == "var" else optimum.worst_case
@@ -252,8 +265,8 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
             model, report = fit_gp(train_X, train_Y, model, refit=t % profile.fit_every == 0,
                                    generator=fit_rng, profile=profile)
             t_fit = time.perf_counter() - t0
-            if info.get("var_lower") is not None and info["var_lower"] > best_lower:
-                best_lower, x_theory = info["var_lower"], proposal.x
+            if proposal.lower_bound is not None and proposal.lower_bound > best_lower:
+                best_lower, x_theory = proposal.lower_bound, proposal.x
         t0 = time.perf_counter()
         recommendation = algorithm.recommend(model, train_X)
         row["t_rec_s"] = time.perf_counter() - t0
@@ -269,6 +282,7 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
             lv_count=info.get("lv_count"),
             var_upper=info.get("var_upper"),
             var_lower=info.get("var_lower"),
+            info=info_json(info) if t > 0 else None,
             t_fit_s=t_fit,
             fit_refit=report.refit,
             fit_ok=report.ok,

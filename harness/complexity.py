@@ -20,8 +20,9 @@ one row per timed call, with wall seconds and process CPU seconds, on one torch 
   not clean power laws;
 * ``what = "evaluation"``: one evaluation of the method's acquisition function
   (:meth:`algorithms.Algorithm.acquisition_function`) on a fixed batch of
-  :data:`EVALUATION_BATCH` candidates, after its per-iteration setup: the fixed work the paper's
-  formulas count once per evaluated candidate. Methods without such a function (LNSO) have none.
+  ``evaluation_batch`` candidates (declared by the algorithm), after its per-iteration
+  setup: the fixed work the paper's formulas count once per evaluated candidate. Methods without
+  such a function (LNSO) have none.
 
 The queries do not matter here and are not stored; the timings are the result.
 """
@@ -33,10 +34,10 @@ from dataclasses import replace
 
 import torch
 
-from algorithms import ALGORITHMS
+from algorithms import ALGORITHMS, Algorithm, build_algorithm, z_kind
 from algorithms.gp import fit_gp
 from harness.cell import CellResult, CellSpec, default_float64
-from problems import Problem, build_problem
+from problems import Problem, build_problem, z_kind_of
 from problems.distributions import gaussian_grid
 from problems.seeding import derive_seed, generator
 
@@ -46,8 +47,6 @@ DEFAULT_REPEATS = 5
 #: Candidates per timed evaluation of an acquisition function: the V-UCB family's raw-sample
 #: batches are hundreds of x; rho-KG^apx evaluates its candidates in chunks of 16 (a candidate's
 #: fantasy samples over S are |S| K M |Dz| numbers), here 4 to bound memory at |Dz| = 1024.
-EVALUATION_BATCH = {"rhokg-apx": 4}
-DEFAULT_EVALUATION_BATCH = 256
 #: For a continuous Z: the algorithm options that |Dz| sets (samples of Z per estimate).
 Z_SIZE_OPTIONS: dict[str, tuple[str, ...]] = {
     "vucb-prob": ("n_z", "var_batch"),  # LNSO's Z draws per training step; pinball batches
@@ -151,7 +150,9 @@ def _run(spec: CellSpec) -> CellResult:
         if repeat:
             record("fit", repeat, w1 - w0, c1 - c0)
     assert model is not None
-    algorithm = ALGORITHMS[spec.algorithm](problem, derive_seed(spec.problem, spec.seed), **options)
+    factory = ALGORITHMS[spec.algorithm]
+    algorithm = build_algorithm(spec.algorithm, factory, problem, derive_seed(spec.problem, spec.seed),
+                                **options)
     t = max(1, n_obs - problem.n_init)  # the iteration this |D| would be (beta_t depends on it)
     for repeat in range(repeats + 1):
         w0, c0 = _clock()
@@ -161,8 +162,8 @@ def _run(spec: CellSpec) -> CellResult:
             record("acquisition", repeat, w1 - w0, c1 - c0)
     function = algorithm.acquisition_function(model, t)
     if function is not None:
-        batch = EVALUATION_BATCH.get(spec.algorithm, DEFAULT_EVALUATION_BATCH)
-        q = problem.d_x + problem.d_z if spec.algorithm == "rhokg-apx" else problem.d_x
+        batch = factory.evaluation_batch
+        q = problem.d_x + problem.d_z if factory.candidates == "xz" else problem.d_x
         sobol = torch.quasirandom.SobolEngine(q, scramble=True, seed=derive_seed(fit_seed, "eval") % 2**31)
         X = sobol.draw(batch, dtype=torch.float64)
         if q > problem.d_x and problem.z.is_discrete:  # rho-KG^apx's w: support points
@@ -180,33 +181,18 @@ def _run(spec: CellSpec) -> CellResult:
                     record("evaluation", repeat, w1 - w0, c1 - c0)
     for row in rows:
         row.update(problem=spec.problem, algorithm=spec.algorithm, seed=spec.seed, n_obs=n_obs,
-                   n_z=n_z, z_kind="discrete" if problem.z.is_discrete else "continuous",
+                   n_z=n_z, z_kind=z_kind(problem),
                    threads=torch.get_num_threads())
     metadata = {"spec": spec.to_dict(), "kind": "timing", "options_used": options,
                 "wall_time_s": time.perf_counter() - start}
     return CellResult(rows, metadata)
 
 
-#: algorithm (and "lnso" for V-UCB on a continuous Z) -> (fixed seconds, seconds at |D| = 40 and
-#: |Dz| = 64, exponent in |D|, exponent in |Dz|) of one proposal on one core. Fitted by eye to
-#: probes on the 2-core development machine (e.g. V-UCB Prob 2.4 s at |D| = 160, |Dz| = 1024;
-#: LNSO 358 s there; rho-KG^apx at the reduced effort 0.29 s at 40 x 64 and 1.4 s at 40 x 256); they
-#: size the grid and its ETA, they are not results.
-COST_MODEL: dict[str, tuple[float, float, float, float]] = {
-    "vucb-prob": (0.05, 0.12, 0.5, 1.0),
-    "vucb-unif": (0.05, 0.12, 0.5, 1.0),
-    "stableopt": (0.05, 0.1, 0.5, 1.0),
-    "vucb-prob-saa": (0.05, 0.12, 0.5, 1.0),
-    "rhokg-apx": (0.05, 0.3, 1.0, 1.5),
-    "lnso": (2.0, 5.6, 1.0, 1.0),
-    "random": (0.001, 0.0, 0.0, 0.0),
-}
-
-
 def estimate_proposal_seconds(problem: str, algorithm: str, n_obs: int, n_z: int) -> float:
-    """Rough single-core seconds of one proposal (see :data:`COST_MODEL`)."""
-    lnso = "continuous" in problem and algorithm in ("vucb-prob", "vucb-unif")
-    fixed, scale, d_exp, z_exp = COST_MODEL.get("lnso" if lnso else algorithm, (0.1, 0.5, 1.0, 1.0))
+    """Rough single-core seconds of one proposal, from what the algorithm declares
+    (:meth:`algorithms.Algorithm.proposal_cost`) for the problem's kind of Z."""
+    factory = ALGORITHMS.get(algorithm, Algorithm)
+    fixed, scale, d_exp, z_exp = factory.proposal_cost(z_kind_of(problem))
     return fixed + scale * (n_obs / 40) ** d_exp * (n_z / 64) ** z_exp
 
 

@@ -28,11 +28,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from algorithms import ALGORITHMS, supports
+from algorithms import ALGORITHMS, build_algorithm, supports
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
 from harness.cell import CellSpec
 from harness.complexity import SIZES_D, SIZES_Z, complexity_cells, estimate_timing_seconds
-from problems import PROBLEMS, DiscreteZ, build_problem
+from problems import PROBLEMS, DiscreteZ, build_problem, z_kind_of
 
 
 class GridError(ValueError):
@@ -299,7 +299,8 @@ def _check_options(problem: str, algorithm: str, options: dict, where: str) -> N
     if problem not in PROBLEMS or algorithm not in ALGORITHMS:
         return  # checked when it exists
     try:
-        ALGORITHMS[algorithm](build_problem(problem, with_optimum=False), 0, **options)
+        build_algorithm(algorithm, ALGORITHMS[algorithm], build_problem(problem, with_optimum=False),
+                        0, **options)
     except (TypeError, ValueError) as error:
         raise GridError(f"{where}: {algorithm} on {problem}: {error}") from None
 
@@ -456,7 +457,8 @@ def estimate_seconds(spec: CellSpec, measured: dict[tuple[str, str], float] | No
     if measured and (spec.problem, spec.algorithm) in measured:
         return _FIXED_S + measured[spec.problem, spec.algorithm] * iterations
     per = _PER_ITERATION_S.get(spec.algorithm, 0.5)
-    continuous = "continuous" in spec.problem
+    # the kind of Z from the problem itself (a name not registered here: its cell cannot run)
+    continuous = spec.problem in PROBLEMS and z_kind_of(spec.problem) == "continuous"
     if continuous and spec.algorithm in ("vucb-prob", "vucb-unif"):
         per = _PER_ITERATION_S_LNSO
     rhokg = spec.algorithm in ("rhokg-apx", "rhokg-apx-released")

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import torch
 
-from algorithms import ALGORITHMS
+from algorithms import ALGORITHMS, build_algorithm
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
 from harness.cell import CellSpec, run_cell
 from harness.store import Location, location, write_cell
@@ -156,7 +156,7 @@ def validate(args: argparse.Namespace) -> CellSpec:
                          options, gp=args.gp)
     problem = get_problem(args.problem, args.alpha)
     try:  # building the algorithm validates its options before any compute
-        ALGORITHMS[args.algorithm](problem, 0, **options)
+        build_algorithm(args.algorithm, ALGORITHMS[args.algorithm], problem, 0, **options)
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
     return spec

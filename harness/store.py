@@ -77,9 +77,13 @@ ROW_SCHEMA = pa.schema([
 #: Files written before the GP's hyperparameters were stored: read with the ``gp_*`` columns null.
 ROW_SCHEMA_V1 = ROW_SCHEMA
 #: The fitted hyperparameters after each iteration's model update (:func:`algorithms.gp.hyperparameters`).
-ROW_SCHEMA = ROW_SCHEMA_V1.append(pa.field("gp_lengthscale", _float_list)).append(
+ROW_SCHEMA_V2 = ROW_SCHEMA_V1.append(pa.field("gp_lengthscale", _float_list)).append(
     pa.field("gp_outputscale", pa.float64())).append(pa.field("gp_noise", pa.float64())).append(
     pa.field("gp_mean", pa.float64()))
+#: The proposal's whole ``info`` as JSON text (null at iteration 0; older files read it as null).
+ROW_SCHEMA = ROW_SCHEMA_V2.append(pa.field("info", pa.string()))
+#: Older BO schemas, newest first: each is a prefix of the current one, read with the rest null.
+OLDER_ROW_SCHEMAS = (ROW_SCHEMA_V2, ROW_SCHEMA_V1)
 
 #: Column name -> type of every row of every timing-cell file (one row per timed call).
 TIMING_SCHEMA = pa.schema([
@@ -99,7 +103,7 @@ TIMING_SCHEMA = pa.schema([
 #: The schema of each kind of cell file.
 SCHEMAS = {"bo": ROW_SCHEMA, "timing": TIMING_SCHEMA}
 #: Every schema a readable file of each kind may have (the current one first).
-READABLE_SCHEMAS = {"bo": (ROW_SCHEMA, ROW_SCHEMA_V1), "timing": (TIMING_SCHEMA,)}
+READABLE_SCHEMAS = {"bo": (ROW_SCHEMA, *OLDER_ROW_SCHEMAS), "timing": (TIMING_SCHEMA,)}
 
 
 #: A results location: a local ``Path``, or a ``upath.UPath`` for a URI.
@@ -215,14 +219,17 @@ def _read_schema(path: Location) -> pa.Schema:
 
 
 def _read_table(path: Location, schema: pa.Schema = ROW_SCHEMA) -> pa.Table:
-    """The file's table with ``schema``; a BO file of the older schema (:data:`ROW_SCHEMA_V1`)
-    comes back with the ``gp_*`` columns null."""
-    if schema is ROW_SCHEMA and _read_schema(path).names == ROW_SCHEMA_V1.names:
-        old = _read_table(path, ROW_SCHEMA_V1)
-        for field in ROW_SCHEMA:
-            if field.name not in ROW_SCHEMA_V1.names:
-                old = old.append_column(field, pa.nulls(old.num_rows, field.type))
-        return old
+    """The file's table with ``schema``; a BO file of an older schema (:data:`OLDER_ROW_SCHEMAS`)
+    comes back with the columns it lacks null."""
+    if schema is ROW_SCHEMA:
+        names = _read_schema(path).names
+        for older in OLDER_ROW_SCHEMAS:
+            if names == older.names:
+                old = _read_table(path, older)
+                for field in ROW_SCHEMA:
+                    if field.name not in older.names:
+                        old = old.append_column(field, pa.nulls(old.num_rows, field.type))
+                return old
     if _is_local(path):
         return pq.read_table(path, schema=schema)
     with path.open("rb") as stream:
@@ -441,7 +448,9 @@ def _check(path: Location) -> tuple[str | None, dict | None]:
         return f"damaged data ({type(error).__name__})", None
     if "rows" in meta and table.num_rows != meta["rows"]:
         return f"damaged data ({table.num_rows} rows, its metadata says {meta['rows']})", None
-    if "checksum" in meta and table_checksum(table) != meta["checksum"]:
+    # the checksum covers the columns the file holds (an older schema's: not the null ones added)
+    stored = table.select(schema.names) if schema.names != table.column_names else table
+    if "checksum" in meta and table_checksum(stored) != meta["checksum"]:
         return "damaged data (its values do not match its checksum)", None
     return None, meta
 

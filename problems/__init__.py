@@ -2,7 +2,7 @@
 
 from problems.base import Optimum, Problem
 from problems.distributions import DiscreteZ, TruncatedNormalZ, gaussian_grid
-from problems.registry import PROBLEMS, build_problem, get_problem
+from problems.registry import PROBLEMS, build_problem, get_problem, z_kind_of
 from problems.risk import weighted_var
 
 __all__ = [
@@ -15,4 +15,5 @@ __all__ = [
     "gaussian_grid",
     "get_problem",
     "weighted_var",
+    "z_kind_of",
 ]

@@ -122,6 +122,13 @@ def build_problem(name: str, with_optimum: bool = True) -> Problem:
     return replace(problem, optimum=_optimum_from_entry(entry))
 
 
+@functools.cache
+def z_kind_of(name: str) -> str:
+    """``"discrete"`` or ``"continuous"``: the kind of the registered problem's Z, read from its
+    Z (never from its name)."""
+    return "discrete" if build_problem(name, with_optimum=False).z.is_discrete else "continuous"
+
+
 @functools.lru_cache(maxsize=64)
 def get_problem(name: str, alpha: float | None = None) -> Problem:
     """Problem ``name`` at risk level ``alpha`` (default: the problem's), with the optimum at that alpha.

@@ -121,3 +121,31 @@ def test_files_of_the_schema_before_the_gp_columns_still_read(tmp_path: Path) ->
     # a file with a column of neither schema is still refused
     pq.write_table(old.append_column("extra", pa.array([1, 2])), path)
     assert "other columns" in check_cell_file(path)
+
+
+def test_files_of_the_schema_before_the_info_column_still_read(tmp_path: Path) -> None:
+    # a file as the store wrote it before the proposal's info was stored whole: info null
+    from harness.cell import CellSpec, run_cell
+    from harness.store import (
+        ROW_SCHEMA_V2,
+        cell_path,
+        check_cell_file,
+        read_results,
+        table_checksum,
+        to_table,
+    )
+
+    spec = CellSpec.make("branin-1-1-discrete", "vucb-prob", 0, 1)
+    result = run_cell(spec)
+    table = to_table(result)
+    meta = json.loads(table.schema.metadata[b"varbo"])
+    old = table.select(ROW_SCHEMA_V2.names)
+    meta["checksum"] = table_checksum(old)
+    old = old.replace_schema_metadata({"varbo": json.dumps(meta)})
+    path = cell_path(tmp_path, spec)
+    path.parent.mkdir(parents=True)
+    pq.write_table(old, path)
+    assert check_cell_file(path) is None
+    frame = read_results(tmp_path)
+    assert len(frame) == 2 and frame["info"].isna().all() and frame["gp_noise"].notna().all()
+    assert json.loads(table.column("info")[1].as_py())["beta"] == frame["beta"].tolist()[1]
