@@ -50,6 +50,8 @@ from gpytorch.priors import GammaPrior
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
+from problems.float64 import default_float64
+
 MIN_NOISE = 1e-4
 LENGTHSCALE_BOUNDS = (5e-2, 1e1)
 OUTPUTSCALE_BOUNDS = (1e-2, 1e2)
@@ -132,12 +134,8 @@ def make_gp(train_X: Tensor, train_Y: Tensor, profile: str | GPProfile = PAPER) 
     """
     if train_X.dtype != torch.float64:
         raise TypeError(f"the GP works in float64, got {train_X.dtype}")
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    try:
+    with default_float64():
         return _make_gp(train_X, train_Y, gp_profile(profile))
-    finally:
-        torch.set_default_dtype(previous)
 
 
 def _interval(bounds: tuple[float, float | None] | None) -> GreaterThan | Interval | None:

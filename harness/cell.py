@@ -33,83 +33,24 @@ must be the same in a Ray worker, in the single-cell command line and in a test 
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import math
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
 
 import torch
 
 from algorithms import ALGORITHMS, build_algorithm
-from algorithms.gp import DEFAULT_GP, fit_gp, gp_profile, hyperparameters, make_gp
+from algorithms.gp import fit_gp, gp_profile, hyperparameters, make_gp
+from harness.complexity import run_timing_cell
+from harness.spec import CELL_KINDS, CellResult, CellSpec
 from problems import DiscreteZ, get_problem
+from problems.float64 import default_float64
 from problems.seeding import derive_seed, generator
 
-#: What a cell can be: a BO run, or a timing cell of the complexity study.
-CELL_KINDS = ("bo", "timing")
-
-
-@dataclass(frozen=True)
-class CellSpec:
-    """Everything that determines a cell's rows.
-
-    Attributes:
-        problem, algorithm: registry names.
-        seed: run index (>= 0); with the problem it fixes the initial design and the noise.
-        iterations: BO iterations after the initial design (default: the problem's).
-        alpha: risk level (default: the problem's).
-        options: algorithm options, as sorted (name, value) pairs so the spec stays hashable.
-        kind: ``"bo"`` (a BO run, :func:`run_cell`) or ``"timing"`` (a timing cell of the
-            complexity study, :func:`harness.complexity.run_timing_cell`; its options also hold
-            the controlled state).
-        gp: the GP profile (:data:`algorithms.gp.GP_PROFILES`), ``"paper"`` by default.
-    """
-
-    problem: str
-    algorithm: str
-    seed: int
-    iterations: int | None = None
-    alpha: float | None = None
-    options: tuple[tuple[str, object], ...] = field(default_factory=tuple)
-    kind: str = "bo"
-    gp: str = DEFAULT_GP
-
-    def to_dict(self) -> dict:
-        """The spec as plain data; ``kind`` only when it is not ``"bo"`` and ``gp`` only when it is
-        not the default, so that cells keep the identity (and hash) they had before timing cells
-        and GP profiles existed."""
-        data = asdict(self)
-        if self.kind == "bo":
-            del data["kind"]
-        if self.gp == DEFAULT_GP:
-            del data["gp"]
-        return data
-
-    def to_json(self) -> str:
-        """Canonical JSON: equal specs give equal strings (the cell's identity in the store)."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-
-    @staticmethod
-    def make(problem: str, algorithm: str, seed: int, iterations: int | None = None,
-             alpha: float | None = None, options: dict | None = None, kind: str = "bo",
-             gp: str = DEFAULT_GP) -> CellSpec:
-        if kind not in CELL_KINDS:
-            raise ValueError(f"unknown cell kind {kind!r}; valid: {', '.join(CELL_KINDS)}")
-        gp_profile(gp)  # ValueError if unknown
-        return CellSpec(problem, algorithm, seed, iterations, alpha,
-                        tuple(sorted((options or {}).items())), kind, gp)
-
-
-@dataclass
-class CellResult:
-    """The rows of a cell (one dict per iteration) and its metadata."""
-
-    rows: list[dict]
-    metadata: dict
-
+__all__ = ["CELL_KINDS", "CHECKPOINT_EVERY_S", "CellResult", "CellSpec", "checkpoint_problem",
+           "default_float64", "info_json", "run_cell"]
 
 def _target(problem, factory: object) -> str:
     """Which optimum a cell's regret is measured against: what the algorithm declares
@@ -132,16 +73,6 @@ def info_json(info: dict) -> str:
     return json.dumps(info, sort_keys=True, default=plain)
 
 
-@contextlib.contextmanager
-def default_float64() -> Iterator[None]:
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(previous)
-
-
 CHECKPOINT_EVERY_S = 5.0
 
 
@@ -160,8 +91,6 @@ def run_cell(spec: CellSpec, checkpoint: bytes | None = None,
             last iteration: the result is what counts then).
     """
     if spec.kind == "timing":
-        from harness.complexity import run_timing_cell  # it imports this module
-
         return run_timing_cell(spec)
     with default_float64():
         return _run_cell(spec, checkpoint, on_checkpoint, checkpoint_every_s)

@@ -36,9 +36,10 @@ import torch
 
 from algorithms import ALGORITHMS, Algorithm, build_algorithm, z_kind
 from algorithms.gp import fit_gp
-from harness.cell import CellResult, CellSpec, default_float64
+from harness.spec import CellResult, CellSpec
 from problems import Problem, build_problem, z_kind_of
 from problems.distributions import gaussian_grid
+from problems.float64 import default_float64
 from problems.seeding import derive_seed, generator
 
 #: Options of a timing cell that set the state rather than the algorithm.

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from algorithms import ALGORITHMS, build_algorithm, supports
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
-from harness.cell import CellSpec
 from harness.complexity import SIZES_D, SIZES_Z, complexity_cells, estimate_timing_seconds
+from harness.spec import CellSpec
 from problems import PROBLEMS, DiscreteZ, build_problem, z_kind_of
 
 

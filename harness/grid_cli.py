@@ -20,6 +20,7 @@ from pathlib import Path
 
 from algorithms.gp import GP_PROFILES
 from harness.cell import CellSpec
+from harness.cli import EXIT_USAGE, Parser, UsageError, check_writable, out_location
 from harness.grid import (
     NAMED_GRIDS,
     Grid,
@@ -31,7 +32,6 @@ from harness.grid import (
     unavailable_reason,
     with_overrides,
 )
-from harness.run import EXIT_USAGE, UsageError, _check_writable, _Parser, out_location
 from harness.store import (
     Location,
     cell_path,
@@ -51,7 +51,7 @@ LOCK = "_running.lock"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m harness.run --grid", description="Run a grid of cells on Ray.")
+    parser = Parser(prog="python -m harness.run --grid", description="Run a grid of cells on Ray.")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--grid", help=f"a named grid ({', '.join(NAMED_GRIDS)}) or a TOML grid file")
     what.add_argument("--list", action="store_true", help="print the named grids and their sizes")
@@ -239,7 +239,7 @@ def main(argv: list[str]) -> int:
         grid, cells = _grid(args)
         out = out_location(args.out) if args.out is not None else Path("results") / grid.name
         if not args.dry_run:
-            _check_writable(out)
+            check_writable(out)
     except UsageError as error:
         print(f"harness.run: error: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -35,88 +35,29 @@ if __name__ == "__main__":
     signal.signal(signal.SIGINT, _interrupted)
 
 import argparse
-import json
 import math
-import tempfile
 import time
-from pathlib import Path
 
 import torch
 
 from algorithms import ALGORITHMS, build_algorithm
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
 from harness.cell import CellSpec, run_cell
-from harness.store import Location, location, write_cell
+from harness.cli import (
+    EXIT_CELL_FAILED,
+    EXIT_USAGE,
+    Parser,
+    UsageError,
+    check_writable,
+    out_location,
+    parse_option,
+)
+from harness.store import write_cell
 from problems import PROBLEMS, get_problem
-
-EXIT_USAGE = 2
-EXIT_CELL_FAILED = 1
-
-
-class UsageError(Exception):
-    """Bad user input: reported as one line, exit code 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """One-line errors, and no abbreviated options: ``--seed 3`` in a grid call would otherwise
-    mean ``--seeds 3`` and silently run a 3-seed grid."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> None:  # one line, no usage dump
-        raise UsageError(message)
-
-
-def _parse_option(text: str) -> tuple[str, object]:
-    if "=" not in text:
-        raise UsageError(f"--option expects NAME=VALUE, got {text!r}")
-    name, raw = text.split("=", 1)
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        value = raw
-    return name.strip(), value
-
-
-def out_location(text: str | Path) -> Location:
-    """``--out`` as a location (a local folder or a URI), or a one-line :class:`UsageError`."""
-    if not str(text).strip():  # '' would silently mean the current folder
-        raise UsageError("--out must name a folder, got an empty string")
-    try:
-        return location(text)
-    except ValueError as error:
-        raise UsageError(f"--out {text}: {error}") from None
-
-
-def _check_writable(out: Location) -> None:
-    """Create ``out`` if needed and prove a file can be written there (then remove it)."""
-    if not isinstance(out, Path) or type(out).__module__ != "pathlib":  # a URI: probe with an upload
-        try:
-            if out.is_file():
-                raise UsageError(f"--out {out} exists and is not a folder")
-            probe = out / f".write-test-{os.getpid()}"
-            probe.write_text("")
-            probe.unlink()
-        except UsageError:
-            raise
-        except Exception as error:  # credentials, bucket, network: whatever the store says, one line
-            text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise UsageError(f"--out {out} is not writable: {text}") from None
-        return
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
-            pass
-    except OSError as error:
-        raise UsageError(f"--out {out} is not writable: {error.strerror or error}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m harness.run", description="Run a VaR BO cell.")
+    parser = Parser(prog="python -m harness.run", description="Run a VaR BO cell.")
     parser.add_argument("--problem", required=True, help=f"one of: {', '.join(PROBLEMS)}")
     parser.add_argument("--algorithm", required=True, help=f"one of: {', '.join(ALGORITHMS)}")
     parser.add_argument("--seed", type=int, default=0, help="run index, >= 0 (default 0)")
@@ -151,7 +92,7 @@ def validate(args: argparse.Namespace) -> CellSpec:
         raise UsageError(f"--threads must be >= 1, got {args.threads}")
     if args.gp not in GP_PROFILES:
         raise UsageError(f"unknown GP profile {args.gp!r}; valid: {', '.join(GP_PROFILES)}")
-    options = dict(_parse_option(o) for o in args.option)
+    options = dict(parse_option(o) for o in args.option)
     spec = CellSpec.make(args.problem, args.algorithm, args.seed, args.iterations, args.alpha,
                          options, gp=args.gp)
     problem = get_problem(args.problem, args.alpha)
@@ -176,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         spec = validate(args)
         args.out = out_location(args.out)
-        _check_writable(args.out)
+        check_writable(args.out)
     except UsageError as error:
         print(f"harness.run: error: {error}", file=sys.stderr)
         return EXIT_USAGE

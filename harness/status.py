@@ -11,9 +11,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from harness.cli import EXIT_USAGE, Parser, UsageError, out_location
 from harness.grid import GridError, cell_label, resolve_grid
 from harness.grid_cli import classify
-from harness.run import EXIT_USAGE, UsageError, _Parser, out_location
 from harness.store import (
     DamagedFileError,
     failure_files,
@@ -58,7 +58,7 @@ def status_table(out: Path, grid: str | None = None) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m harness.status", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m harness.status", description=__doc__.splitlines()[0])
     parser.add_argument("out", help="a results folder or URI (s3://, gs://, file://)")
     parser.add_argument("--grid", default=None, help="count against this grid instead of DIR/_grid.json")
     parser.add_argument("--failures", action="store_true", help="print each failed cell's message")

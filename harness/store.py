@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from algorithms.gp import DEFAULT_GP
-from harness.cell import CellResult, CellSpec
+from harness.spec import CellResult, CellSpec
 
 _float_list = pa.list_(pa.float64())
 

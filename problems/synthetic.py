@@ -7,9 +7,10 @@ Goldstein-Price, so it is written out here from its textbook formula.
 
 from __future__ import annotations
 
-import torch
 from botorch.test_functions.synthetic import Branin, Hartmann
 from torch import Tensor
+
+from problems.float64 import default_float64
 
 
 def _in_float64(factory):
@@ -19,12 +20,8 @@ def _in_float64(factory):
     ``.to(float64)`` afterwards keeps their float32 rounding, which moves f by about 1e-9: enough to
     make a certified optimum depend on the default dtype at import time.
     """
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    try:
+    with default_float64():
         return factory()
-    finally:
-        torch.set_default_dtype(previous)
 
 
 _BRANIN = _in_float64(Branin)

@@ -1,0 +1,78 @@
+"""What the command lines share (``harness.run``, its grid mode, ``harness.status``): exit codes,
+one-line usage errors, the argument parser, ``--option`` and ``--out`` parsing, the writability
+probe of a results folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from harness.store import Location, location
+
+EXIT_USAGE = 2
+EXIT_CELL_FAILED = 1
+
+
+class UsageError(Exception):
+    """Bad user input: reported as one line, exit code 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """One-line errors, and no abbreviated options: ``--seed 3`` in a grid call would otherwise
+    mean ``--seeds 3`` and silently run a 3-seed grid."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> None:  # one line, no usage dump
+        raise UsageError(message)
+
+
+def parse_option(text: str) -> tuple[str, object]:
+    if "=" not in text:
+        raise UsageError(f"--option expects NAME=VALUE, got {text!r}")
+    name, raw = text.split("=", 1)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return name.strip(), value
+
+
+def out_location(text: str | Path) -> Location:
+    """``--out`` as a location (a local folder or a URI), or a one-line :class:`UsageError`."""
+    if not str(text).strip():  # '' would silently mean the current folder
+        raise UsageError("--out must name a folder, got an empty string")
+    try:
+        return location(text)
+    except ValueError as error:
+        raise UsageError(f"--out {text}: {error}") from None
+
+
+def check_writable(out: Location) -> None:
+    """Create ``out`` if needed and prove a file can be written there (then remove it)."""
+    if not isinstance(out, Path) or type(out).__module__ != "pathlib":  # a URI: probe with an upload
+        try:
+            if out.is_file():
+                raise UsageError(f"--out {out} exists and is not a folder")
+            probe = out / f".write-test-{os.getpid()}"
+            probe.write_text("")
+            probe.unlink()
+        except UsageError:
+            raise
+        except Exception as error:  # credentials, bucket, network: whatever the store says, one line
+            text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise UsageError(f"--out {out} is not writable: {text}") from None
+        return
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+            pass
+    except OSError as error:
+        raise UsageError(f"--out {out} is not writable: {error.strerror or error}") from None

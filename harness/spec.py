@@ -1,0 +1,72 @@
+"""A cell's identity and its result: :class:`CellSpec` (everything that determines a cell's rows)
+and :class:`CellResult` (the rows and the metadata). Plain data, imported by every part of the
+harness; :mod:`harness.cell` runs a BO cell, :mod:`harness.complexity` a timing cell."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from algorithms.gp import DEFAULT_GP, gp_profile
+
+#: What a cell can be: a BO run, or a timing cell of the complexity study.
+CELL_KINDS = ("bo", "timing")
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """Everything that determines a cell's rows.
+
+    Attributes:
+        problem, algorithm: registry names.
+        seed: run index (>= 0); with the problem it fixes the initial design and the noise.
+        iterations: BO iterations after the initial design (default: the problem's).
+        alpha: risk level (default: the problem's).
+        options: algorithm options, as sorted (name, value) pairs so the spec stays hashable.
+        kind: ``"bo"`` (a BO run, :func:`run_cell`) or ``"timing"`` (a timing cell of the
+            complexity study, :func:`harness.complexity.run_timing_cell`; its options also hold
+            the controlled state).
+        gp: the GP profile (:data:`algorithms.gp.GP_PROFILES`), ``"paper"`` by default.
+    """
+
+    problem: str
+    algorithm: str
+    seed: int
+    iterations: int | None = None
+    alpha: float | None = None
+    options: tuple[tuple[str, object], ...] = field(default_factory=tuple)
+    kind: str = "bo"
+    gp: str = DEFAULT_GP
+
+    def to_dict(self) -> dict:
+        """The spec as plain data; ``kind`` only when it is not ``"bo"`` and ``gp`` only when it is
+        not the default, so that cells keep the identity (and hash) they had before timing cells
+        and GP profiles existed."""
+        data = asdict(self)
+        if self.kind == "bo":
+            del data["kind"]
+        if self.gp == DEFAULT_GP:
+            del data["gp"]
+        return data
+
+    def to_json(self) -> str:
+        """Canonical JSON: equal specs give equal strings (the cell's identity in the store)."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @staticmethod
+    def make(problem: str, algorithm: str, seed: int, iterations: int | None = None,
+             alpha: float | None = None, options: dict | None = None, kind: str = "bo",
+             gp: str = DEFAULT_GP) -> CellSpec:
+        if kind not in CELL_KINDS:
+            raise ValueError(f"unknown cell kind {kind!r}; valid: {', '.join(CELL_KINDS)}")
+        gp_profile(gp)  # ValueError if unknown
+        return CellSpec(problem, algorithm, seed, iterations, alpha,
+                        tuple(sorted((options or {}).items())), kind, gp)
+
+
+@dataclass
+class CellResult:
+    """The rows of a cell (one dict per iteration) and its metadata."""
+
+    rows: list[dict]
+    metadata: dict

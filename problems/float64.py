@@ -1,0 +1,25 @@
+"""The one place torch's default dtype is set: float64, for the duration of a ``with`` block.
+
+GPyTorch and BoTorch create some constants and parameters at torch's default dtype, and a later
+``.to(float64)`` keeps their float32 rounding; so model construction, BoTorch's test functions and
+whole cells run inside :func:`default_float64`, which makes their results independent of the
+caller's default (a Ray worker, the command line and a test process give the same rows).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+
+
+@contextlib.contextmanager
+def default_float64() -> Iterator[None]:
+    """Set torch's default dtype to float64 inside the block, and restore the previous one after."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)

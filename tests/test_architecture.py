@@ -1,0 +1,71 @@
+"""The house rules, checked on the source: data flows one way (problems and algorithms never import
+the harness or analysis), no module imports another that imports it back (directly or through a
+chain, counting imports inside functions), and no module imports another's private names."""
+
+import ast
+from pathlib import Path
+
+PACKAGES = ("problems", "algorithms", "harness", "analysis")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def imports() -> dict[str, set[tuple[str, tuple[str, ...]]]]:
+    """module -> {(imported module, names imported from it)} for this project's modules."""
+    graph: dict[str, set[tuple[str, tuple[str, ...]]]] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            module = module.removesuffix(".__init__")
+            found = set()
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    found.add((node.module, tuple(a.name for a in node.names)))
+                elif isinstance(node, ast.Import):
+                    found.update((a.name, ()) for a in node.names)
+            graph[module] = {(m, names) for m, names in found if m.split(".")[0] in PACKAGES}
+    return graph
+
+
+def test_problems_and_algorithms_never_import_the_harness_or_analysis() -> None:
+    for module, targets in imports().items():
+        if module.split(".")[0] in ("problems", "algorithms"):
+            bad = sorted(m for m, _ in targets if m.split(".")[0] in ("harness", "analysis"))
+            assert not bad, f"{module} imports {bad}"
+
+
+def test_no_import_circles() -> None:
+    graph = imports()
+    modules = set(graph)
+
+    def resolve(name: str) -> str | None:  # a package import resolves to its __init__ module
+        return name if name in modules else None
+
+    edges = {m: {resolve(t) for t, _ in targets} - {None, m} for m, targets in graph.items()}
+    # a package's __init__ re-exporting its submodules is not a circle with them
+    for m in edges:
+        edges[m] = {t for t in edges[m] if not (m.startswith(t + ".") and t in PACKAGES)}
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycle = [*path[path.index(nxt):], nxt]
+                raise AssertionError("import circle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node)
+
+
+def test_no_private_names_imported_across_modules() -> None:
+    for module, targets in imports().items():
+        for target, names in targets:
+            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+            assert not private, f"{module} imports private {private} from {target}"
