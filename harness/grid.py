@@ -430,7 +430,7 @@ _PER_ITERATION_S = {"random": 0.05, "vucb-unif": 0.1, "vucb-prob": 0.1, "stableo
 #: cells (README, Performance).
 _PER_ITERATION_S_RHOKG = {"branin-1-1-discrete": 4.3, "goldstein-1-1-discrete": 3.0,
                           "hartmann-1-2-discrete": 3.5, "hartmann-2-1-discrete": 5.1,
-                          "portfolio-3-2": 7.0, "robot-push-3-2": 10.0}
+                          "portfolio-3-2": 12.0, "robot-push-3-2": 10.0}
 #: V-UCB on a continuous Z (LNSO, pinball estimates, lacing-value search): 2.6-3.2 s an iteration.
 _PER_ITERATION_S_LNSO = 2.8
 #: rho-KG^apx on a continuous Z sees 10 samples of W an iteration, not 100: 1.0-2.1 s.
