@@ -32,6 +32,7 @@ from problems.seeding import generator
 
 
 def state(name: str, n: int):
+    """A fitted GP on ``n`` noisy observations at a random design of problem ``name``."""
     p = get_problem(name)
     g = generator("rhokg-benchmark", name, n)
     X = torch.rand(n, p.d_x, generator=g, dtype=torch.float64)
