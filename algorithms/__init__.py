@@ -9,7 +9,17 @@ from algorithms.base import (
     supports,
     z_kind,
 )
-from algorithms.registry import ALGORITHMS
+from algorithms.registry import ALGORITHMS, algorithm_factory, is_algorithm
 
-__all__ = ["ALGORITHMS", "Algorithm", "Proposal", "Recommendation", "build_algorithm",
-           "check_algorithm", "supports", "z_kind"]
+__all__ = [
+    "ALGORITHMS",
+    "Algorithm",
+    "Proposal",
+    "Recommendation",
+    "algorithm_factory",
+    "build_algorithm",
+    "check_algorithm",
+    "is_algorithm",
+    "supports",
+    "z_kind",
+]

@@ -101,6 +101,10 @@ class Algorithm(ABC):
     candidates: ClassVar[str] = "x"
     #: How many candidates the complexity study evaluates the acquisition function on at once.
     evaluation_batch: ClassVar[int] = 256
+    #: The options that set how many samples of a continuous Z the algorithm draws per estimate:
+    #: the complexity study sets them all to its |Dz| (empty: the algorithm cannot be timed on a
+    #: continuous Z at a chosen |Dz|).
+    z_sample_options: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:
@@ -172,11 +176,14 @@ def check_algorithm(key: str, factory: object) -> None:
     import path it was loaded by), ``z_kinds`` a non-empty subset of {discrete, continuous},
     ``target`` one of ``var``, ``worst_case``, ``candidates`` one of ``x``, ``xz``."""
     if not (isinstance(factory, type) and issubclass(factory, Algorithm)):
-        raise ValueError(f"algorithm {key!r}: {factory!r} is not a subclass of algorithms.Algorithm")
+        what = f"the class {factory.__name__}" if isinstance(factory, type) else \
+            f"of type {type(factory).__name__}"
+        raise ValueError(f"algorithm {key!r} is {what}, not a subclass of algorithms.Algorithm")
     where = f"algorithm {key!r} ({factory.__module__}.{factory.__qualname__})"
     name = getattr(factory, "name", None)
     if not isinstance(name, str) or not name:
-        raise ValueError(f"{where} sets no class attribute name (set name = {key!r})")
+        suggestion = factory.__name__.lower() if ":" in key else key
+        raise ValueError(f"{where} sets no class attribute name (e.g. name = {suggestion!r})")
     if name != key and not (":" in key and key.rsplit(":", 1)[-1] == factory.__name__):
         raise ValueError(f"{where} has name {name!r}, not its registry key {key!r}")
     kinds = factory.z_kinds

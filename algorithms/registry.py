@@ -14,6 +14,7 @@ from algorithms.rhokg import RhoKGApx, RhoKGApxReleased
 from algorithms.stableopt import StableOpt
 from algorithms.vucb import VUCBProb, VUCBUnif
 from algorithms.vucb_saa import VUCBProbSAA
+from problems.plugins import import_object, is_import_path
 
 ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "vucb-unif": VUCBUnif,
@@ -26,3 +27,26 @@ ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
 }
 for _key, _factory in ALGORITHMS.items():  # a class whose name or declarations do not hold fails here
     check_algorithm(_key, _factory)
+
+
+def algorithm_factory(name: str) -> type[Algorithm]:
+    """The algorithm class ``name`` names: a registry key, or an import path ``MODULE:ATTR`` to an
+    :class:`Algorithm` subclass in the user's own code (:mod:`problems.plugins`), checked by
+    :func:`check_algorithm`. One-line ``KeyError`` (unknown key) or ``ValueError`` otherwise."""
+    if name in ALGORITHMS:
+        return ALGORITHMS[name]  # type: ignore[return-value]
+    if not is_import_path(name):
+        raise KeyError(f"unknown algorithm {name!r}; valid: {', '.join(ALGORITHMS)}, "
+                       "or an import path MODULE:ATTR")
+    factory = import_object(name, "algorithm")
+    check_algorithm(name, factory)
+    return factory  # type: ignore[return-value]
+
+
+def is_algorithm(name: str) -> bool:
+    """Whether ``name`` is a registered algorithm or an import path to a valid one (importing it)."""
+    try:
+        algorithm_factory(name)
+    except (KeyError, ValueError):
+        return False
+    return True

@@ -576,6 +576,7 @@ class RhoKGApx(Algorithm):
     name = "rhokg-apx"
     candidates = "xz"  # its acquisition moves (x, w)
     evaluation_batch = 4  # a value costs 100-1000 times V-UCB's per x
+    z_sample_options = ("num_w_samples",)
 
     @classmethod
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:

@@ -197,6 +197,7 @@ class VUCB(Algorithm):
     """
 
     name = "vucb"
+    z_sample_options = ("n_z", "var_batch")  # LNSO's Z draws per training step; pinball batches
 
     @classmethod
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:

@@ -42,6 +42,7 @@ class VUCBProbSAA(Algorithm):
 
     name = "vucb-prob-saa"
     z_kinds = frozenset({"continuous"})
+    z_sample_options = ("n_samples",)
 
     @classmethod
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:

@@ -24,15 +24,19 @@ def t_quantile(n: np.ndarray | pd.Series, level: float = BAND_LEVEL) -> np.ndarr
     return stats.t.ppf(0.5 + level / 2, dof)
 
 
-def band_table(frame: pd.DataFrame, level: float = BAND_LEVEL) -> pd.DataFrame:
-    """One row per (series, iteration) of a frame with ``log10_regret`` and ``at_floor``.
+def band_table(frame: pd.DataFrame, level: float = BAND_LEVEL, value: str = "log10_regret"
+               ) -> pd.DataFrame:
+    """One row per (series, iteration) of a frame with the column ``value`` (by default
+    ``log10_regret``, with ``at_floor``; e.g. ``var_rec`` for the true VaR of the recommendations).
 
-    Columns: the series keys, ``iteration``, ``n_seeds``, ``n_floor`` (seeds at the floor),
-    ``mean``, ``sd``, ``se``, ``t_crit``, ``half_width``, ``lower``, ``upper`` (log10 units).
+    Columns: the series keys, ``iteration``, ``n_seeds``, ``n_floor`` (seeds at the floor; 0 without
+    ``at_floor``), ``mean``, ``sd``, ``se``, ``t_crit``, ``half_width``, ``lower``, ``upper`` (in the
+    units of ``value``).
     """
+    frame = frame if "at_floor" in frame else frame.assign(at_floor=False)
     grouped = frame.groupby([*SERIES_KEYS, "iteration"], sort=True, dropna=False)
-    table = grouped.agg(n_seeds=("log10_regret", "count"), n_floor=("at_floor", "sum"),
-                        mean=("log10_regret", "mean"), sd=("log10_regret", "std")).reset_index()
+    table = grouped.agg(n_seeds=(value, "count"), n_floor=("at_floor", "sum"),
+                        mean=(value, "mean"), sd=(value, "std")).reset_index()
     table["n_floor"] = table["n_floor"].astype("int64")
     n = table["n_seeds"].to_numpy(dtype=float)
     table["se"] = table["sd"] / np.sqrt(n)

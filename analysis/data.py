@@ -47,7 +47,7 @@ def load_results(out: Path) -> tuple[pd.DataFrame, dict[str, dict]]:
     metas = {path.stem.rsplit("-", 1)[-1]: read_metadata(path) for path in result_files(out)}
     metas = {h: m for h, m in metas.items() if m.get("kind", "bo") == "bo"}  # not timing cells
     iterations = {h: m.get("iterations") for h, m in metas.items()}
-    lower_bound = {h: bool(m.get("optimum", {}).get("lower_bound", False)) for h, m in metas.items()}
+    lower_bound = {h: bool((m.get("optimum") or {}).get("lower_bound", False)) for h, m in metas.items()}
     options = {h: settings_json(m.get("spec", {})) for h, m in metas.items()}
     if not frame.empty:
         frame["iterations"] = frame["spec_hash"].map(iterations).fillna(frame["iterations"])
@@ -107,6 +107,30 @@ def beaten_bounds(frame: pd.DataFrame, tolerance: float = NEGATIVE_TOLERANCE) ->
                      "seed": int(best["seed"]), "iteration": int(best["iteration"]),
                      "cells": group.groupby(CELL_KEYS, dropna=False).ngroups})
     return pd.DataFrame(rows, columns=columns)
+
+
+#: ``regret_basis`` of a row: against the problem's optimum, or (the problem declares its optimum
+#: unknown) against the best value any recommendation in the results folder reached.
+OPTIMUM, BEST_FOUND = "optimum", "best found"
+
+
+def regret_against_best_found(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``regret_basis`` and, where the optimum is unknown (null ``optimum``: a user's
+    problem that declares none), ``optimum`` set to the best true value (VaR, or worst case for that
+    target) any recommendation in the frame reached, per (problem, alpha, target), and ``regret`` to
+    that best minus the row's value: what the paper did for robot pushing. The basis depends on
+    the runs in the folder: more or better runs raise it, and every such regret with it."""
+    out = frame.copy()
+    unknown = out["optimum"].isna()
+    out["regret_basis"] = np.where(unknown, BEST_FOUND, OPTIMUM)
+    if unknown.any():
+        achieved = pd.Series(np.where(out["target"] == "var", out["var_rec"], out["worst_rec"]),
+                             index=out.index, dtype=float)
+        keys = out.loc[unknown, ["problem", "alpha", "target"]]
+        best = achieved[unknown].groupby([keys[c] for c in keys.columns], dropna=False).transform("max")
+        out.loc[unknown, "optimum"] = best
+        out.loc[unknown, "regret"] = best - achieved[unknown]
+    return out
 
 
 def with_log_regret(frame: pd.DataFrame, floor: float = DEFAULT_FLOOR) -> pd.DataFrame:

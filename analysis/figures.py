@@ -90,8 +90,15 @@ def _series_label(algorithm: str, options: str, iterations: int, several_t: bool
     return label
 
 
+def regret_label(target: str, best_found: bool = False) -> str:
+    """The y label of a regret panel: against the optimum, or against the best value found in the
+    folder when the problem's optimum is unknown (:func:`analysis.data.regret_against_best_found`)."""
+    label = "log10 regret" if target == "var" else "log10 worst-case regret"
+    return label + " vs best found in folder" if best_found else label
+
+
 def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str, palette: dict[str, str],
-                show_alpha: bool) -> None:
+                show_alpha: bool, ylabel: str | None = None) -> None:
     panel = bands.loc[(bands["problem"] == problem) & (bands["alpha"] == alpha) & (bands["target"] == target)]
     several_t = panel["iterations"].nunique() > 1
     linestyles = ["-", "--", ":", "-."]
@@ -115,7 +122,7 @@ def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("iteration")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylabel("log10 regret" if target == "var" else "log10 worst-case regret")
+    ax.set_ylabel(ylabel or regret_label(target))
     # below the axes: inside, a legend hides the curves of short or noisy runs
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax.grid(True, alpha=0.3)
@@ -137,10 +144,12 @@ def _save(fig, out: Path, name: str) -> dict[str, Path]:
     return paths
 
 
-def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, palette: dict[str, str], out: Path
+def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, palette: dict[str, str], out: Path,
+                   best_found: frozenset[tuple[str, float, str]] = frozenset()
                    ) -> list[tuple[str, str, dict[str, Path]]]:
     """Draw every figure; returns (name, title, paths) of each. Paper figures are always drawn (panels
-    without results say "not run"); "other" only when it has panels."""
+    without results say "not run"); "other" only when it has panels. Panels whose (problem, alpha,
+    target) is in ``best_found`` have their regret against the best value found, and say so."""
     drawn = []
     for spec in FIGURES:
         rows, cols = spec.shape
@@ -153,8 +162,9 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, palette: dict[str,
                 _empty_panel(ax, problem)
             else:
                 p = hit.iloc[0]
-                _draw_panel(ax, bands, p["problem"], p["alpha"], p["target"], palette,
-                            show_alpha=spec.target == "worst_case")
+                key = (p["problem"], p["alpha"], p["target"])
+                _draw_panel(ax, bands, *key, palette, show_alpha=spec.target == "worst_case",
+                            ylabel=regret_label(p["target"], key in best_found))
         fig.suptitle(spec.title, fontsize=11)
         drawn.append((spec.name, spec.title, _save(fig, out, spec.name)))
     other = panels.loc[panels["figure"] == OTHER].sort_values("position")
@@ -164,13 +174,37 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, palette: dict[str,
         rows = int(np.ceil(n / cols))
         fig, axes = plt.subplots(rows, cols, figsize=(5.6 * cols, 4.6 * rows), squeeze=False)
         for ax, p in zip(axes.flat, other.itertuples(), strict=False):
-            _draw_panel(ax, bands, p.problem, p.alpha, p.target, palette, show_alpha=True)
+            _draw_panel(ax, bands, p.problem, p.alpha, p.target, palette, show_alpha=True,
+                        ylabel=regret_label(p.target, (p.problem, p.alpha, p.target) in best_found))
         for ax in list(axes.flat)[n:]:
             ax.set_visible(False)
         title = "Other settings (log10 regret or worst-case regret, 70% band)"
         fig.suptitle(title, fontsize=11)
         drawn.append((OTHER, title, _save(fig, out, OTHER)))
     return drawn
+
+
+BEST_VALUE = "fig_best_value"
+
+
+def value_figure(bands: pd.DataFrame, palette: dict[str, str], out: Path) -> tuple[str, str, dict[str, Path]]:
+    """One panel per (problem, alpha, target) of ``bands`` (of the true value of the recommendation,
+    :func:`analysis.bands.band_table` with ``value="achieved"``): the mean true VaR (or worst case)
+    with its 70 % band, for the problems whose optimum is unknown."""
+    keys = bands[["problem", "alpha", "target"]].drop_duplicates().sort_values(["problem", "alpha", "target"])
+    n = len(keys)
+    cols = min(3, n)
+    rows = int(np.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(max(7.0, 5.6 * cols), 4.6 * rows), squeeze=False)
+    for ax, k in zip(axes.flat, keys.itertuples(), strict=False):
+        _draw_panel(ax, bands, k.problem, k.alpha, k.target, palette, show_alpha=True,
+                    ylabel="true VaR of the recommendation" if k.target == "var"
+                    else "true worst case of the recommendation")
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    title = "Unknown optimum: true value of the recommendation (70% band)"
+    fig.suptitle(title, fontsize=11)
+    return BEST_VALUE, title, _save(fig, out, BEST_VALUE)
 
 
 def timing_figure(timing: pd.DataFrame, palette: dict[str, str], out: Path

@@ -42,6 +42,7 @@ from analysis.claims import (
 )
 from analysis.complexity import EVALUATION_SUFFIX, median_table, slope_table, timing_points
 from analysis.data import (
+    BEST_FOUND,
     DEFAULT_FLOOR,
     NEGATIVE_TOLERANCE,
     SERIES_KEYS,
@@ -51,9 +52,17 @@ from analysis.data import (
     final_rows,
     load_results,
     normalise,
+    regret_against_best_found,
     with_log_regret,
 )
-from analysis.figures import assign_figures, colours, complexity_figure, regret_figures, timing_figure
+from analysis.figures import (
+    assign_figures,
+    colours,
+    complexity_figure,
+    regret_figures,
+    timing_figure,
+    value_figure,
+)
 from analysis.provenance import analysis_environment, cell_status
 from analysis.timing import ratio_table, timing_table
 from harness.store import location, read_timings
@@ -157,7 +166,7 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR) -> dict
     n_cells = 0
     t_read = time.perf_counter() - started
     if not frame.empty:
-        frame = normalise(frame)
+        frame = regret_against_best_found(normalise(frame))
         check_regret(frame)
         frame = with_log_regret(frame, floor)
         t_read = time.perf_counter() - started
@@ -194,10 +203,16 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     bands_out.to_parquet(paths["bands.parquet"], index=False)
     paths["final_regret.csv"] = out / "final_regret.csv"
     finals[["problem", "algorithm", "options", "alpha", "target", "iterations", "seed", "iteration", "regret",
-            "at_floor", "log10_regret"]].to_csv(paths["final_regret.csv"], index=False)
+            "regret_basis", "at_floor", "log10_regret"]].to_csv(paths["final_regret.csv"], index=False)
 
     palette = colours(sorted(frame["algorithm"].unique()))
-    figures = regret_figures(bands, panels, palette, out)
+    unknown = frame.loc[frame["regret_basis"] == BEST_FOUND]
+    best_found = frozenset(unknown[["problem", "alpha", "target"]].itertuples(index=False, name=None))
+    figures = regret_figures(bands, panels, palette, out, best_found)
+    if not unknown.empty:  # their true values, which do not depend on what else is in the folder
+        achieved = unknown.assign(achieved=np.where(unknown["target"] == "var", unknown["var_rec"],
+                                                    unknown["worst_rec"]))
+        figures.append(value_figure(band_table(achieved, value="achieved"), palette, out))
     figures.append(timing_figure(timing, palette, out))
     for name, _, fig_paths in figures:
         paths[f"{name}.png"], paths[f"{name}.pdf"] = fig_paths["png"], fig_paths["pdf"]
@@ -314,6 +329,19 @@ def _document(doc, results, frame, bands, panels, claims, verdicts, timing, rati
             "drawn at the floor: the bound was beaten, the run is not wrong. The best value any "
             "recommendation reached:")
         doc.table(bounds)
+    unknown = frame.loc[frame["regret_basis"] == BEST_FOUND]
+    if not unknown.empty:
+        doc.heading("Problems without a known optimum", 3)
+        doc.para(
+            "These problems declare their optimum unknown, so their cells store no regret. Their regret "
+            "here is against the best true value any recommendation in this folder reached (as the "
+            "paper did for robot pushing), and their panels say 'vs best found in folder': it changes "
+            "when runs are added, and the best run's final regret is 0 (drawn at the floor) by "
+            "construction. The figure 'true value of the recommendation' does not depend on the "
+            "other runs. The basis of each:")
+        basis = (unknown.groupby(["problem", "alpha", "target"])["optimum"].first().rename("best_found")
+                 .reset_index())
+        doc.table(basis)
 
     doc.heading("Timing")
     doc.para("Per-iteration times over iterations >= 1 (median and interquartile range, seconds); total "

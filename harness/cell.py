@@ -41,7 +41,7 @@ from collections.abc import Callable
 
 import torch
 
-from algorithms import ALGORITHMS, build_algorithm
+from algorithms import algorithm_factory, build_algorithm
 from algorithms.gp import fit_gp, gp_profile, hyperparameters, make_gp
 from harness.complexity import run_timing_cell
 from harness.spec import CELL_KINDS, CellResult, CellSpec
@@ -130,16 +130,14 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
               on_checkpoint: Callable[[bytes, int], None] | None,
               checkpoint_every_s: float) -> CellResult:
     problem = get_problem(spec.problem, spec.alpha)
-    if spec.algorithm not in ALGORITHMS:
-        raise KeyError(f"unknown algorithm {spec.algorithm!r}; valid: {', '.join(ALGORITHMS)}")
     seed_root = derive_seed(spec.problem, spec.seed)
-    factory = ALGORITHMS[spec.algorithm]
+    factory = algorithm_factory(spec.algorithm)
     algorithm = build_algorithm(spec.algorithm, factory, problem, seed_root, **dict(spec.options))
     iterations = problem.iterations if spec.iterations is None else spec.iterations
     target = _target(problem, factory)
     optimum = problem.optimum
-    assert optimum is not None
-    optimum_value = optimum.var if target == "var" else optimum.worst_case
+    # None where the problem declares its optimum unknown: the regret columns are then null
+    optimum_value = None if optimum is None else optimum.value(target)
     noise = generator(spec.problem, spec.seed, "noise")
     fit_rng = generator(seed_root, "gp-fit")
     profile = gp_profile(spec.gp)
@@ -205,7 +203,7 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
             x_rec=recommendation.x.tolist(),
             var_rec=var_rec,
             worst_rec=worst_rec,
-            regret=optimum_value - achieved,
+            regret=None if optimum_value is None else optimum_value - achieved,
             var_mean_rec=recommendation.info.get("var_mean_rec"),
             beta=info.get("beta"),
             lv_count=info.get("lv_count"),
@@ -221,8 +219,9 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
         )
         if x_theory is not None:
             var_th, worst_th = true_values(x_theory)
+            achieved_theory = var_th if target == "var" else worst_th
             row.update(x_rec_theory=x_theory.tolist(),
-                       regret_theory=optimum_value - (var_th if target == "var" else worst_th))
+                       regret_theory=None if optimum_value is None else optimum_value - achieved_theory)
         rows.append(row)
         if (on_checkpoint is not None and t < iterations
                 and time.perf_counter() - last_checkpoint >= checkpoint_every_s):
@@ -241,10 +240,10 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
         "spec": spec.to_dict(),
         "kind": "bo",
         "target": target,
-        "optimum": {"value": optimum_value, "var": optimum.var, "argmax_var": optimum.argmax_var,
-                    "worst_case": optimum.worst_case,
-                    "argmax_worst_case": optimum.argmax_worst_case,
-                    "lower_bound": optimum.lower_bound},
+        "optimum": None if optimum is None else {
+            "value": optimum_value, "var": optimum.var, "argmax_var": optimum.argmax_var,
+            "worst_case": optimum.worst_case, "argmax_worst_case": optimum.argmax_worst_case,
+            "lower_bound": optimum.lower_bound},
         "iterations": iterations,
         "wall_time_s": time.perf_counter() - start,
     }

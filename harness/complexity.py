@@ -8,7 +8,8 @@ controlled state (:data:`STATE_OPTIONS`) next to the algorithm's own options:
   (problem, ``n_obs``, seed) only, so every method and every |Dz| sees the same data;
 * ``n_z`` = |Dz|: for a discrete Z, the problem's Z is replaced by the synthetic problems' Gaussian
   grid with ``n_z`` points (``n_z ** (1 / d_z)`` per axis); for a continuous Z, ``n_z`` is the number
-  of Z samples the method draws per estimate (:data:`Z_SIZE_OPTIONS`);
+  of Z samples the method draws per estimate (the options the algorithm declares in
+  :attr:`algorithms.Algorithm.z_sample_options`);
 * ``repeats``: timed calls of each kind, after one untimed warm-up call.
 
 ``run_timing_cell(spec)`` is pure like :func:`harness.cell.run_cell` (no Ray, no I/O) and returns
@@ -34,7 +35,7 @@ from dataclasses import replace
 
 import torch
 
-from algorithms import ALGORITHMS, Algorithm, build_algorithm, z_kind
+from algorithms import Algorithm, algorithm_factory, build_algorithm, z_kind
 from algorithms.gp import fit_gp
 from harness.spec import CellResult, CellSpec
 from problems import Problem, build_problem, z_kind_of
@@ -48,13 +49,6 @@ DEFAULT_REPEATS = 5
 #: Candidates per timed evaluation of an acquisition function: the V-UCB family's raw-sample
 #: batches are hundreds of x; rho-KG^apx evaluates its candidates in chunks of 16 (a candidate's
 #: fantasy samples over S are |S| K M |Dz| numbers), here 4 to bound memory at |Dz| = 1024.
-#: For a continuous Z: the algorithm options that |Dz| sets (samples of Z per estimate).
-Z_SIZE_OPTIONS: dict[str, tuple[str, ...]] = {
-    "vucb-prob": ("n_z", "var_batch"),  # LNSO's Z draws per training step; pinball batches
-    "vucb-unif": ("n_z", "var_batch"),
-    "vucb-prob-saa": ("n_samples",),
-    "rhokg-apx": ("num_w_samples",),
-}
 
 
 class TimingSpecError(ValueError):
@@ -86,8 +80,8 @@ def timed_problem(spec: CellSpec) -> tuple[Problem, dict]:
                                   f"{problem.d_z}-dimensional grid")
         problem = replace(problem, z=gaussian_grid(per_axis, problem.d_z))
     else:
-        names = Z_SIZE_OPTIONS.get(spec.algorithm)
-        if names is None:
+        names = algorithm_factory(spec.algorithm).z_sample_options
+        if not names:
             raise TimingSpecError(f"{spec.algorithm}: no option says how many Z samples it draws")
         options = {**options, **dict.fromkeys(names, n_z)}
     if spec.alpha is not None:
@@ -118,8 +112,7 @@ def run_timing_cell(spec: CellSpec) -> CellResult:
     docstring. Runs on one torch thread (restored after) with float64 as the default dtype."""
     if spec.kind != "timing":
         raise TimingSpecError(f"not a timing cell: kind {spec.kind!r}")
-    if spec.algorithm not in ALGORITHMS:
-        raise KeyError(f"unknown algorithm {spec.algorithm!r}; valid: {', '.join(ALGORITHMS)}")
+    algorithm_factory(spec.algorithm)  # KeyError or ValueError before any work
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -151,7 +144,7 @@ def _run(spec: CellSpec) -> CellResult:
         if repeat:
             record("fit", repeat, w1 - w0, c1 - c0)
     assert model is not None
-    factory = ALGORITHMS[spec.algorithm]
+    factory = algorithm_factory(spec.algorithm)
     algorithm = build_algorithm(spec.algorithm, factory, problem, derive_seed(spec.problem, spec.seed),
                                 **options)
     t = max(1, n_obs - problem.n_init)  # the iteration this |D| would be (beta_t depends on it)
@@ -192,7 +185,10 @@ def _run(spec: CellSpec) -> CellResult:
 def estimate_proposal_seconds(problem: str, algorithm: str, n_obs: int, n_z: int) -> float:
     """Rough single-core seconds of one proposal, from what the algorithm declares
     (:meth:`algorithms.Algorithm.proposal_cost`) for the problem's kind of Z."""
-    factory = ALGORITHMS.get(algorithm, Algorithm)
+    try:
+        factory: type[Algorithm] = algorithm_factory(algorithm)
+    except (KeyError, ValueError):  # a name that cannot run: the cell reports why; guess the default
+        factory = Algorithm
     fixed, scale, d_exp, z_exp = factory.proposal_cost(z_kind_of(problem))
     return fixed + scale * (n_obs / 40) ** d_exp * (n_z / 64) ** z_exp
 

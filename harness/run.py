@@ -40,7 +40,7 @@ import time
 
 import torch
 
-from algorithms import ALGORITHMS, build_algorithm
+from algorithms import ALGORITHMS, algorithm_factory, build_algorithm
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
 from harness.cell import CellSpec, run_cell
 from harness.cli import (
@@ -53,13 +53,15 @@ from harness.cli import (
     parse_option,
 )
 from harness.store import write_cell
-from problems import PROBLEMS, get_problem
+from problems import PROBLEMS, build_problem, get_problem
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m harness.run", description="Run a VaR BO cell.")
-    parser.add_argument("--problem", required=True, help=f"one of: {', '.join(PROBLEMS)}")
-    parser.add_argument("--algorithm", required=True, help=f"one of: {', '.join(ALGORITHMS)}")
+    parser.add_argument("--problem", required=True,
+                        help=f"one of: {', '.join(PROBLEMS)}; or your own, as MODULE:ATTR")
+    parser.add_argument("--algorithm", required=True,
+                        help=f"one of: {', '.join(ALGORITHMS)}; or your own, as MODULE:ATTR")
     parser.add_argument("--seed", type=int, default=0, help="run index, >= 0 (default 0)")
     parser.add_argument("--iterations", type=int, default=None,
                         help="BO iterations after the initial design (default: the problem's)")
@@ -78,10 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def validate(args: argparse.Namespace) -> CellSpec:
     """The cell spec of the parsed arguments, or :class:`UsageError` with the reason."""
-    if args.problem not in PROBLEMS:
-        raise UsageError(f"unknown problem {args.problem!r}; valid: {', '.join(PROBLEMS)}")
-    if args.algorithm not in ALGORITHMS:
-        raise UsageError(f"unknown algorithm {args.algorithm!r}; valid: {', '.join(ALGORITHMS)}")
+    try:  # a registry name, or an import path to the user's own (imported here)
+        build_problem(args.problem, with_optimum=False)
+        factory = algorithm_factory(args.algorithm)
+    except KeyError as error:
+        raise UsageError(error.args[0]) from None
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     if args.seed < 0:
         raise UsageError(f"--seed must be >= 0, got {args.seed}")
     if args.iterations is not None and args.iterations < 0:
@@ -97,7 +102,7 @@ def validate(args: argparse.Namespace) -> CellSpec:
                          options, gp=args.gp)
     problem = get_problem(args.problem, args.alpha)
     try:  # building the algorithm validates its options before any compute
-        build_algorithm(args.algorithm, ALGORITHMS[args.algorithm], problem, 0, **options)
+        build_algorithm(args.algorithm, factory, problem, 0, **options)
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
     return spec
@@ -134,10 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     acq = sorted(r["t_acq_s"] for r in result.rows if r.get("t_acq_s") is not None)
     median_acq = acq[len(acq) // 2] if acq else math.nan
     regret = last["regret"]
-    log_regret = math.log10(regret) if regret > 0 else float("-inf")
+    if regret is None:  # the problem declares its optimum unknown
+        outcome = (f"final true {'VaR' if last['target'] == 'var' else 'worst case'} of the "
+                   f"recommendation {last['var_rec' if last['target'] == 'var' else 'worst_rec']:.6g} "
+                   "(optimum unknown: no regret)")
+    else:
+        log_regret = math.log10(regret) if regret > 0 else float("-inf")
+        outcome = f"final regret {regret:.3e} (log10 {log_regret:.2f}, target {last['target']})"
     print(f"{spec.problem} / {spec.algorithm} / seed {spec.seed}: {last['iteration']} iterations, "
-          f"final regret {regret:.3e} (log10 {log_regret:.2f}, target {last['target']}), "
-          f"median acquisition {median_acq:.3f} s, wall {time.perf_counter() - start:.1f} s")
+          f"{outcome}, median acquisition {median_acq:.3f} s, wall {time.perf_counter() - start:.1f} s")
     print(f"wrote {os.path.relpath(path)}")
     return 0
 

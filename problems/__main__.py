@@ -6,6 +6,9 @@
     python -m problems --write-optima [NAME ...]  # recompute and rewrite problems/optima.json
         [--workers N]   # processes for the simulated problems' searches (default 1)
         [--partial]     # robot-push-3-2: write the best found so far, labelled "complete": false
+    python -m problems --search-optimum MODULE:ATTR [--alpha A] [--points N]
+                    # your own problem: search both optima (any d_x, d_z) and print them as the
+                    # Optimum(...) to declare (a lower bound: problems.optima.sobol_compass_maximize)
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import json
 import sys
 
 from problems.distributions import DiscreteZ
-from problems.optima import load_table, search_problem, write_table
+from problems.optima import GENERAL_POINTS, load_table, search_problem, write_table
 from problems.registry import PROBLEMS, build_problem
 
 
@@ -80,6 +83,33 @@ def _certify(names: list[str], write: bool, workers: int = 1, partial: bool = Fa
     return 0 if largest <= 1e-7 else 1
 
 
+def _search_optimum(name: str, alpha: float | None, points: int) -> int:
+    """Search a problem's optima with the general search; print them and the declaration."""
+    if alpha is not None and not 0.0 < alpha < 1.0:
+        print(f"python -m problems: error: --alpha must lie in (0, 1), got {alpha}", file=sys.stderr)
+        return 2
+    if points < 1:
+        print(f"python -m problems: error: --points must be >= 1, got {points}", file=sys.stderr)
+        return 2
+    try:
+        problem = build_problem(name, with_optimum=False)
+    except (KeyError, ValueError) as error:
+        print(f"python -m problems: error: {error.args[0] if isinstance(error, KeyError) else error}",
+              file=sys.stderr)
+        return 2
+    print(f"searching {name} (d_x = {problem.d_x}, d_z = {problem.d_z}, alpha = "
+          f"{problem.alpha if alpha is None else alpha}): {points} Sobol points, then a compass search",
+          file=sys.stderr, flush=True)
+    entry = search_problem(problem, alpha, general=True, points=points)
+    print(json.dumps(entry, indent=2))
+    var, worst = entry["var"], entry["worst_case"]
+    print(f"# declare it (a lower bound: not certified; {entry['seconds']} s):\n"
+          f"Optimum(var={var['value']!r}, argmax_var={tuple(var['argmax'])!r}, "
+          f"worst_case={worst['value']!r}, argmax_worst_case={tuple(worst['argmax'])!r}, "
+          f"lower_bound=True)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m problems", description=__doc__.split("\n")[0])
     mode = parser.add_mutually_exclusive_group()
@@ -88,12 +118,21 @@ def main(argv: list[str] | None = None) -> int:
                       help="recompute optima (default: all) and compare with the table")
     mode.add_argument("--write-optima", nargs="*", metavar="NAME",
                       help="recompute optima (default: all) and rewrite problems/optima.json")
+    mode.add_argument("--search-optimum", metavar="MODULE:ATTR",
+                      help="search your own problem's optima with the general search and print them")
+    parser.add_argument("--alpha", type=float, default=None, help="with --search-optimum: the risk "
+                        "level (default: the problem's)")
+    parser.add_argument("--points", type=int, default=GENERAL_POINTS, metavar="N",
+                        help=f"with --search-optimum: Sobol points before the compass search "
+                        f"(default {GENERAL_POINTS})")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="processes for the searches of the simulated problems (default 1)")
     parser.add_argument("--partial", action="store_true",
                         help="robot-push-3-2: stop its quasi-random phase where its checkpoint is, "
                         "refine and write the entry labelled complete: false")
     args = parser.parse_args(argv)
+    if args.search_optimum is not None:
+        return _search_optimum(args.search_optimum, args.alpha, args.points)
     names = args.check_optima if args.check_optima is not None else args.write_optima
     if names is not None:
         unknown = sorted(set(names) - set(PROBLEMS))

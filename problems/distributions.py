@@ -147,6 +147,19 @@ class TruncatedNormalZ:
             raise NotImplementedError("quadrature for d_z > 2 is not implemented")
         return torch.stack(torch.meshgrid(axis, axis, indexing="ij"), dim=-1)
 
+    def qmc_points(self, n: int) -> Tensor:
+        """``n x d_z`` quasi-random draws (a scrambled Sobol sequence with a fixed seed, mapped by
+        :meth:`icdf`): the nodes of the true VaR when d_z > 2, where no product quadrature is
+        affordable (see :meth:`problems.base.Problem.var`). Deterministic."""
+        engine = torch.quasirandom.SobolEngine(self.d_z, scramble=True, seed=0)
+        return self.icdf(engine.draw(n, dtype=torch.float64))
+
+    def sample_support_qmc(self, n: int) -> Tensor:
+        """``n x d_z`` quasi-random points spread evenly over the support box (fixed seed): the
+        starts of the worst-case search when d_z > 2."""
+        engine = torch.quasirandom.SobolEngine(self.d_z, scramble=True, seed=0)
+        return self.lower + (self.upper - self.lower) * engine.draw(n, dtype=torch.float64)
+
     def equal_mass_grid(self, n_per_axis: int) -> DiscreteZ:
         """A product grid whose cells carry equal mass: the midpoint quantiles of each axis.
 

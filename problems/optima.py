@@ -116,6 +116,61 @@ def grid_zoom_maximize(
     return SearchResult(best_value, tuple(best_x.tolist()), coarse_value, evaluations)
 
 
+#: The general search (:func:`sobol_compass_maximize`): scrambled Sobol points, then a compass
+#: search from the best of them, until the step is below the tolerance.
+GENERAL_POINTS = 4096
+GENERAL_CANDIDATES = 10
+GENERAL_TOL = 1e-9
+
+
+def sobol_compass_maximize(g: Callable[[Tensor], Tensor], d_x: int, points: int = GENERAL_POINTS,
+                           n_candidates: int = GENERAL_CANDIDATES, tol: float = GENERAL_TOL,
+                           seed: int = 0) -> SearchResult:
+    """Maximize ``g`` (``batch x d_x`` -> ``batch``) over [0, 1]^d_x for any d_x: ``points``
+    scrambled Sobol points, then from each of the ``n_candidates`` best a compass search (the 2 d_x
+    points one step along each axis; move to the best if it improves, else halve the step; all
+    candidates at once) until every step is below ``tol``.
+
+    Accuracy: not certified. The compass search ends at a point no axis step of ``tol`` improves,
+    a local maximum for a smooth g (within about L * tol); at a kink of VaR it can stop short of
+    the maximum along a ridge, and a maximum whose basin none of the Sobol points falls in is
+    missed. The value is a lower bound of the maximum: the callers store it as such
+    (``lower_bound``), so a run that beats it has a negative regret that says so.
+    """
+    engine = torch.quasirandom.SobolEngine(d_x, scramble=True, seed=seed)
+    X = engine.draw(points, dtype=torch.float64)
+    values = _evaluate(g, X)
+    evaluations = points
+    coarse_value = float(values.max())
+    top = torch.topk(values, min(n_candidates, points)).indices
+    centers, center_values = X[top].clone(), values[top].clone()  # k x d_x, k
+    steps = torch.full((centers.shape[0],), 0.5 * points ** (-1.0 / d_x), dtype=torch.float64)
+    eye = torch.eye(d_x, dtype=torch.float64)
+    directions = torch.cat([eye, -eye])  # 2 d_x x d_x
+    while bool((steps >= tol).any()):
+        active = steps >= tol
+        trial = (centers[active, None, :] + steps[active, None, None] * directions).clamp(0.0, 1.0)
+        trial_values = _evaluate(g, trial.reshape(-1, d_x)).reshape(trial.shape[:2])  # a x 2 d_x
+        evaluations += trial_values.numel()
+        best, i = trial_values.max(dim=-1)
+        better = best > center_values[active]
+        index = torch.nonzero(active).squeeze(-1)
+        moved = index[better]
+        centers[moved] = trial[better, i[better]]
+        center_values[moved] = best[better]
+        steps[index[~better]] /= 2.0
+    j = int(center_values.argmax())
+    return SearchResult(float(center_values[j]), tuple(centers[j].tolist()), coarse_value, evaluations)
+
+
+def _general(problem) -> bool:
+    """Whether ``problem`` has no dedicated search setting (its d_x, or its (d_x, d_z) under a
+    continuous Z, is not in the tables), so that :func:`search_problem` uses the general one."""
+    if getattr(problem.z, "is_discrete", True):
+        return problem.d_x not in GRID_PER_AXIS
+    return (problem.d_x, problem.d_z) not in CONTINUOUS_SEARCH
+
+
 #: Problems whose optimum needs a search of its own (a 101^3 grid costs 6.5e7 simulations on
 #: robot-push and 1e8 GP-mean evaluations on portfolio): "module:function", called as
 #: ``function(problem, alpha, workers=, partial=)`` and returning an entry of the table.
@@ -136,17 +191,27 @@ CONTINUOUS_SEARCH = {
 }
 
 
-def search_problem(problem, alpha: float | None = None, workers: int = 1, partial: bool = False) -> dict:
+def search_problem(problem, alpha: float | None = None, workers: int = 1, partial: bool = False,
+                   general: bool = False, points: int = GENERAL_POINTS) -> dict:
     """Both targets of ``problem`` (a :class:`problems.base.Problem`) at ``alpha``.
 
-    ``workers`` and ``partial`` only matter to the searches of :data:`SPECIAL_SEARCHES`.
+    ``workers`` and ``partial`` only matter to the searches of :data:`SPECIAL_SEARCHES`. A problem
+    without a dedicated setting (any d_x, any d_z), or any problem with ``general``, gets the
+    general search (:func:`sobol_compass_maximize` with ``points`` Sobol points), whose entry says
+    ``"method": "sobol-compass"`` and ``"lower_bound": true``.
     """
-    if problem.name in SPECIAL_SEARCHES:
+    if problem.name in SPECIAL_SEARCHES and not general:
         module, function = SPECIAL_SEARCHES[problem.name].split(":")
         search = getattr(importlib.import_module(module), function)
         return search(problem, alpha, workers=workers, partial=partial)
     alpha = problem.alpha if alpha is None else alpha
     start = time.perf_counter()
+    if general or _general(problem):
+        var = sobol_compass_maximize(lambda x: problem.var(x, alpha), problem.d_x, points)
+        worst = sobol_compass_maximize(problem.worst_case, problem.d_x, points)
+        return {"alpha": alpha, "var": var.to_json(), "worst_case": worst.to_json(),
+                "method": "sobol-compass", "points": points, "lower_bound": True,
+                "seconds": round(time.perf_counter() - start, 1)}
     settings = {}
     if not getattr(problem.z, "is_discrete", True):
         settings = CONTINUOUS_SEARCH[(problem.d_x, problem.d_z)]

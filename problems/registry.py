@@ -16,6 +16,7 @@ from torch import Tensor
 from problems.base import Optimum, Problem
 from problems.distributions import DiscreteZ, TruncatedNormalZ, gaussian_grid
 from problems.optima import load_table, search_problem
+from problems.plugins import import_object, is_import_path
 from problems.portfolio import portfolio_problem
 from problems.robot_push import robot_push_problem
 from problems.synthetic import branin, goldstein_price, hartmann3
@@ -108,10 +109,83 @@ def _optimum_from_entry(entry: dict) -> Optimum:
     )
 
 
+def check_problem(key: str, problem: object) -> Problem:
+    """``problem`` if it is a :class:`Problem` the runner can use, else a one-line ``ValueError``
+    naming ``key``: dimensions that match its Z, alpha in (0, 1), a non-negative noise, at least one
+    initial point and one iteration, a callable objective."""
+    if not isinstance(problem, Problem):
+        raise ValueError(f"problem {key!r} is of type {type(problem).__name__}, not a problems.Problem "
+                         "(nor a function of no arguments that returns one)")
+    where = f"problem {key!r}"
+    if isinstance(problem.d_x, bool) or not isinstance(problem.d_x, int) or problem.d_x < 1:
+        raise ValueError(f"{where}: d_x must be a positive integer, got {problem.d_x!r}")
+    if not isinstance(problem.z, DiscreteZ | TruncatedNormalZ):
+        raise ValueError(f"{where}: z must be a problems.DiscreteZ or a problems.TruncatedNormalZ, "
+                         f"got {type(problem.z).__name__}")
+    if problem.z.d_z != problem.d_z:
+        raise ValueError(f"{where}: d_z is {problem.d_z} but its Z has dimension {problem.z.d_z}")
+    if not 0.0 < problem.alpha < 1.0:
+        raise ValueError(f"{where}: alpha must lie in (0, 1), got {problem.alpha!r}")
+    if not problem.noise_std >= 0.0:
+        raise ValueError(f"{where}: noise_std must be >= 0, got {problem.noise_std!r}")
+    for field in ("n_init", "iterations"):
+        value = getattr(problem, field)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{where}: {field} must be a positive integer, got {value!r}")
+    if not callable(problem.objective):
+        raise ValueError(f"{where}: objective must be callable, got {problem.objective!r}")
+    return problem
+
+
+def problem_factory(name: str) -> Callable[[], Problem]:
+    """What builds problem ``name``: the registry's factory, or for an import path ``MODULE:ATTR``
+    (:mod:`problems.plugins`) the user's object: a :class:`Problem`, or a function of no arguments
+    returning one. One-line ``ValueError`` (``KeyError`` for an unknown registry name) otherwise."""
+    if name in PROBLEMS:
+        return PROBLEMS[name]
+    if not is_import_path(name):
+        raise KeyError(f"unknown problem {name!r}; valid: {', '.join(PROBLEMS)}, "
+                       "or an import path MODULE:ATTR")
+    target = import_object(name, "problem")
+    if isinstance(target, Problem):
+        return lambda: target
+    if not callable(target) or isinstance(target, type):
+        raise ValueError(f"problem {name!r} is of type {type(target).__name__}, not a problems.Problem "
+                         "(nor a function of no arguments that returns one)")
+    return target  # type: ignore[return-value]
+
+
+def is_problem(name: str) -> bool:
+    """Whether ``name`` is a registered problem or an import path that builds one (importing it)."""
+    try:
+        build_problem(name, with_optimum=False)
+    except (KeyError, ValueError):
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=32)
+def _user_problem(name: str) -> Problem:
+    """The problem an import path builds, checked and named by the path (built once a process:
+    the grid asks for it once a cell, and a user's factory may load data)."""
+    factory = problem_factory(name)
+    try:
+        built = factory()
+    except Exception as error:  # the user's factory raised: its reason, one line
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise ValueError(f"problem {name!r}: building it raised {type(error).__name__}"
+                         + (f": {reason}" if reason else "")) from None
+    return replace(check_problem(name, built), name=name)
+
+
 def build_problem(name: str, with_optimum: bool = True) -> Problem:
-    """The registered problem ``name``, with its certified optimum from ``optima.json``."""
+    """Problem ``name``: a registered one, with its certified optimum from ``optima.json``, or the
+    problem an import path builds (:func:`problem_factory`), named by that path (its seeds derive from
+    it) and with the optimum it declares: ``optimum=None`` declares it unknown (regret is then null).
+    """
     if name not in PROBLEMS:
-        raise KeyError(f"unknown problem {name!r}; valid: {', '.join(sorted(PROBLEMS))}")
+        problem = _user_problem(name)
+        return problem if with_optimum else replace(problem, optimum=None)
     problem = PROBLEMS[name]()
     if not with_optimum:
         return problem
@@ -142,11 +216,16 @@ def get_problem(name: str, alpha: float | None = None) -> Problem:
         return problem
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
-    assert problem.optimum is not None
+    if problem.optimum is None:
+        return replace(problem, alpha=alpha)  # unknown at the problem's alpha, unknown at this one
     if isinstance(problem.z, DiscreteZ) and alpha <= problem.z.min_mass:
         best = problem.optimum
         optimum = Optimum(best.worst_case, best.argmax_worst_case, best.worst_case,
                           best.argmax_worst_case, best.lower_bound)
+    elif name not in PROBLEMS:
+        # a user's problem declares its optimum at its own alpha; at another one it is unknown
+        # unless the user searches for it (python -m problems --search-optimum, stated accuracy)
+        optimum = None
     else:
         entry = search_problem(problem, alpha)
         optimum = _optimum_from_entry(entry)
