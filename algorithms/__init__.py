@@ -1,5 +1,6 @@
 """Algorithms for VaR optimization: V-UCB, StableOpt, rho-KG^apx, random search, on one shared GP model."""
 
+from algorithms.acquisition import VUCBAcquisition
 from algorithms.base import (
     Algorithm,
     Proposal,
@@ -9,13 +10,17 @@ from algorithms.base import (
     supports,
     z_kind,
 )
+from algorithms.optimizer import Best, VaROptimizer
 from algorithms.registry import ALGORITHMS, algorithm_factory, is_algorithm
 
 __all__ = [
     "ALGORITHMS",
     "Algorithm",
+    "Best",
     "Proposal",
     "Recommendation",
+    "VUCBAcquisition",
+    "VaROptimizer",
     "algorithm_factory",
     "build_algorithm",
     "check_algorithm",

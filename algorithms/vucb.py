@@ -309,7 +309,7 @@ def recommend_by_mean_var(problem: Problem, model: SingleTaskGP, xs: Tensor) -> 
     if isinstance(problem.z, DiscreteZ):
         z = problem.z
     else:
-        z = problem.z.equal_mass_grid(RECOMMEND_GRID[problem.d_z])
+        z = problem.z.equal_mass_grid(RECOMMEND_GRID.get(problem.d_z, 10))  # 10^d_z beyond d_z = 2
     with torch.no_grad():
         mean, _ = PosteriorMarginals(model).grid(xs, z.points)
         values = weighted_var(mean, z.masses, problem.alpha)
