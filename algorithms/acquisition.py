@@ -10,7 +10,7 @@ value is exact: a weighted lower quantile over the support) or a :class:`Truncat
 does). The value is VaR_alpha(u(x, Z)), u = mu + beta^(1/2) sigma the upper confidence bound:
 V-UCB's x_t is its maximizer (Nguyen et al., 2021, Algorithm 1). It is differentiable almost
 everywhere (through the selected order statistic), which is what ``optimize_acqf``'s L-BFGS-B
-needs; the lacing values at that x are :func:`algorithms.vucb.lacing_values`.
+needs; the lacing values at that x are :func:`algorithms.vucb_common.lacing_values`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
 from algorithms.gp import PosteriorMarginals
-from algorithms.vucb import RECOMMEND_GRID
+from algorithms.vucb_common import RECOMMEND_GRID
 from problems import DiscreteZ, TruncatedNormalZ
 from problems.risk import weighted_var
 

@@ -17,7 +17,6 @@ Random streams, both derived from the run's seed root (itself derived from (prob
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,26 +27,11 @@ from botorch.models import SingleTaskGP
 from torch import Tensor
 
 from problems import Problem
+from problems.checks import positive_float, positive_int
 from problems.seeding import derive_seed, generator
 
-
-def positive_int(owner: str, name: str, value: object) -> int:
-    """``value`` if it is an int >= 1 (not a bool, not a float such as 2.0), else a one-line
-    ``ValueError`` naming ``owner`` and the option: options are checked before any cell runs."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
-    return value
-
-
-def positive_float(owner: str, name: str, value: object, allow_zero: bool = False) -> float:
-    """``value`` as a float if it is a finite number > 0 (>= 0 with ``allow_zero``; not a bool, a
-    string or infinity), else a one-line ``ValueError`` naming ``owner`` and the option."""
-    ok = (not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
-          and (value >= 0 if allow_zero else value > 0))
-    if not ok:
-        kind = "a finite number >= 0" if allow_zero else "a positive finite number"
-        raise ValueError(f"{owner}: {name} must be {kind}, got {value!r}")
-    return float(value)
+__all__ = ["TARGETS", "Z_KINDS", "Algorithm", "Proposal", "Recommendation", "build_algorithm",
+           "check_algorithm", "positive_float", "positive_int", "supports", "z_kind"]
 
 
 @dataclass

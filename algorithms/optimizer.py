@@ -40,6 +40,7 @@ from algorithms.base import Algorithm, build_algorithm
 from algorithms.gp import DEFAULT_GP, fit_gp, gp_profile, make_gp
 from algorithms.registry import algorithm_factory
 from problems import DiscreteZ, Problem, TruncatedNormalZ
+from problems.checks import positive_int
 from problems.float64 import default_float64
 from problems.seeding import derive_seed, generator
 
@@ -111,8 +112,7 @@ class VaROptimizer:
                              f"{box.T.tolist()}")
         if not 0.0 < float(alpha) < 1.0:
             raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+        positive_int("", "seed", seed, allow_zero=True)
         self.bounds = box
         self.alpha = float(alpha)
         self.seed = seed
@@ -123,8 +123,7 @@ class VaROptimizer:
         unit_z, self._z_low, self._z_scale = self._unit_z(z)
         d_x, d_z = box.shape[1], unit_z.d_z
         n_init = max(3, 2 * (d_x + d_z)) if n_init is None else n_init
-        if isinstance(n_init, bool) or not isinstance(n_init, int) or n_init < 1:
-            raise ValueError(f"n_init must be a positive integer, got {n_init!r}")
+        positive_int("", "n_init", n_init)
         self.problem = Problem(name=name, d_x=d_x, d_z=d_z, z=unit_z, alpha=self.alpha, noise_std=0.0,
                                n_init=n_init, iterations=1, objective=_no_objective,
                                description="a black box evaluated by the user")
@@ -240,8 +239,7 @@ class VaROptimizer:
         """Evaluate ``f(x, z)`` (x, z numpy arrays in your units; a float back, numpy or torch
         scalars welcome) on the initial design, then for ``iterations`` BO iterations; returns
         :meth:`recommend`. Continues where the optimizer is (after :meth:`load`, say)."""
-        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
-            raise ValueError(f"iterations must be an integer >= 0, got {iterations!r}")
+        positive_int("", "iterations", iterations, allow_zero=True)
         total = self.problem.n_init + iterations
         with _Progress(progress, total, self.n_observations) as bar:
             while self.n_observations < total:

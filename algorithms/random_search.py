@@ -11,7 +11,7 @@ from botorch.models import SingleTaskGP
 from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, Recommendation
-from algorithms.vucb import recommend_by_mean_var
+from algorithms.vucb_common import recommend_by_mean_var
 
 
 class RandomSearch(Algorithm):

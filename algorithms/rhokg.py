@@ -20,12 +20,13 @@ Sigma_n - Sigma_n(., c) Sigma_n(c, .) / (sigma_n^2(c) + noise), only the means d
 Sigma_n(., c) xi_k / sqrt(sigma_n^2(c) + noise). :class:`FastRhoKG` computes every mean and
 covariance it needs from one Cholesky factor of the training covariance, batched over candidates,
 x' in S, fantasies and samples; only the m x m Cholesky factors of the fantasy covariances (one
-per candidate and x', shared by all fantasies) are left to LAPACK. :func:`reference_value` computes
-the same number the way a port of BoRisk would: BoTorch's ``condition_on_observations`` per
-candidate and a loop over x'. Both use :func:`sample_root`, so with the same base samples they agree
-to rounding. The acquisition also skips the past x' that provably cannot hold the max over S
-(:func:`estimate_bounds`, :meth:`FastRhoKG._full_search_update`), which leaves every value and
-gradient bit for bit unchanged and makes a proposal 2-4 times faster on a discrete Z.
+per candidate and x', shared by all fantasies) are left to LAPACK. The tests' reference
+(``tests/algorithms/rhokg_reference.py``) computes the same number the way a port of BoRisk would:
+BoTorch's ``condition_on_observations`` per candidate and a loop over x'. Both use
+:func:`sample_root`, so with the same base samples they agree to rounding. The acquisition also
+skips the past x' that provably cannot hold the max over S (:func:`estimate_bounds`,
+:meth:`FastRhoKG._full_search_update`), which leaves every value and gradient bit for bit unchanged
+and makes a proposal 2-4 times faster on a discrete Z.
 
 Where this differs from BoRisk's code, on purpose: the refinement starts from the *best* tenth of
 the first-phase solutions (BoRisk's ``optimize_outer`` sorts ascending and keeps the worst tenth,
@@ -442,43 +443,6 @@ class FastRhoKG:
         samples = mean_base + v.unsqueeze(-2) * coef.unsqueeze(-1)
         values = weighted_var(samples, self.w.weights, self.alpha).mean(-1)  # b x K
         return values * post.y_std + post.y_mean
-
-
-def reference_value(model: SingleTaskGP, candidate: Tensor, w: WSet, alpha: float,
-                    past_x: Tensor, xi: Tensor, eps: Tensor, current_best: float,
-                    root: str = "update") -> float:
-    """rho-KG^apx at one candidate (``d``), the straightforward way: BoTorch conditions the model on
-    the K fantasy observations (``condition_on_observations``), and a loop over S asks the models
-    for each posterior over {x'} x W.
-
-    Same estimator as :class:`FastRhoKG` with the same ``root`` and base samples, so the two agree
-    to rounding; this one is for tests and the benchmark.
-    """
-    d_x = past_x.shape[-1]
-    K = xi.shape[0]
-    eps = eps[:K]
-    with torch.no_grad():
-        c = candidate.reshape(1, -1)
-        predictive = model.posterior(c, observation_noise=True)
-        y = predictive.mean + predictive.variance.sqrt() * xi.reshape(-1, 1, 1)  # K x 1 x 1
-        fantasy = model.condition_on_observations(c.expand(K, 1, -1), y)
-        best = torch.full((K,), -math.inf, dtype=candidate.dtype)
-        for x_prime in torch.cat([candidate[:d_x].reshape(1, -1), past_x]):
-            A = _with_w(x_prime, w.points)
-            posterior = fantasy.posterior(A.expand(K, *A.shape))
-            mean = posterior.mean.squeeze(-1)  # K x m
-            if root == "cholesky":
-                noise = eps @ sample_root(posterior.mvn.covariance_matrix).transpose(-1, -2)
-            else:
-                joint = model.posterior(torch.cat([A, c])).mvn.covariance_matrix
-                m = A.shape[0]
-                L = sample_root(joint[:m, :m])
-                v = joint[:m, m] / predictive.variance.sqrt().reshape(())
-                noise = updated_noise(eps @ L.transpose(-1, -2), L, v, eps)  # K x M x m
-            samples = mean.unsqueeze(-2) + noise
-            estimate = weighted_var(samples, w.weights, alpha).mean(-1)  # K
-            best = torch.maximum(best, estimate)
-    return float(best.mean()) - current_best
 
 
 class RhoKGAcquisition(AcquisitionFunction):

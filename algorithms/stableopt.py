@@ -17,7 +17,7 @@ from torch import Tensor
 from algorithms.base import Algorithm, Proposal, Recommendation
 from algorithms.gp import PosteriorMarginals
 from algorithms.search import maximize_x
-from algorithms.vucb import beta_schedule, check_search_options, require_discrete
+from algorithms.vucb_common import beta_schedule, check_search_options, require_discrete
 from problems import Problem
 
 

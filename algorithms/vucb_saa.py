@@ -19,7 +19,7 @@ from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, Recommendation, positive_int
 from algorithms.gp import PosteriorMarginals
-from algorithms.vucb import (
+from algorithms.vucb_common import (
     beta_schedule,
     check_search_options,
     discrete_step,

@@ -16,7 +16,7 @@ actually measured (its regime there: rho-KG^apx's exponent in |Dz| is 1 while |D
 leading term's regime the measured slope is expected to be smaller.
 
 The timings come from the timing cells of ``python -m harness.run --grid complexity``
-(:mod:`harness.complexity`, read by :func:`harness.store.read_timings`); :func:`timing_points`
+(:mod:`harness.complexity`, read by :func:`harness.results.read_timings`); :func:`timing_points`
 turns them into the (method, varied, size, fixed, seconds) frame that :func:`slope_table` fits.
 """
 
@@ -169,7 +169,7 @@ def timing_points(timings: pd.DataFrame, clock: str = "cpu_seconds") -> pd.DataF
     the method).
 
     Args:
-        timings: :func:`harness.store.read_timings` output.
+        timings: :func:`harness.results.read_timings` output.
         clock: ``"cpu_seconds"`` (default: process CPU time, robust to other processes on the
             machine) or ``"seconds"`` (wall clock).
     """

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from algorithms.gp import DEFAULT_GP
-from harness.store import read_metadata, read_results, result_files
+from harness.results import read_metadata, read_results, result_files
 
 #: Columns that identify a series (one line of a figure, one side of a paired test).
 SERIES_KEYS = ["problem", "alpha", "target", "algorithm", "options", "iterations"]
@@ -34,7 +34,7 @@ class NegativeRegretError(ValueError):
 
 
 def load_results(out: Path) -> tuple[pd.DataFrame, dict[str, dict]]:
-    """The rows of every finished cell under ``out`` (:func:`harness.store.read_results`) with
+    """The rows of every finished cell under ``out`` (:func:`harness.results.read_results`) with
     ``iterations`` and ``options`` taken from each file's ``varbo`` metadata (``options`` holds the
     cell's settings, :func:`settings_json`: its GP profile too, when not the default), and that
     metadata by spec hash.

@@ -14,13 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.grid import unavailable_reason
-from harness.store import (
-    DamagedFileError,
-    failure_files,
-    read_failure,
-    read_manifest,
-    spec_hash,
-)
+from harness.results import DamagedFileError, failure_files, read_failure, read_manifest, spec_hash
 
 _ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas", "pyarrow", "matplotlib", "seaborn")
 

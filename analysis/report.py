@@ -65,7 +65,7 @@ from analysis.figures import (
 )
 from analysis.provenance import analysis_environment, cell_status
 from analysis.timing import ratio_table, timing_table
-from harness.store import location, read_timings
+from harness.results import location, read_timings
 
 EXIT_NEGATIVE_REGRET = 1
 EXIT_USAGE = 2
@@ -336,8 +336,8 @@ def _document(doc, results, frame, bands, panels, claims, verdicts, timing, rati
             "These problems declare their optimum unknown, so their cells store no regret. Their regret "
             "here is against the best true value any recommendation in this folder reached (as the "
             "paper did for robot pushing), and their panels say 'vs best found in folder': it changes "
-            "when runs are added, and the best run's final regret is 0 (drawn at the floor) by "
-            "construction. The figure 'true value of the recommendation' does not depend on the "
+            "when runs are added, and where a run reached that best its regret is 0 (drawn at the "
+            "floor) by construction. The figure 'true value of the recommendation' does not depend on the "
             "other runs. The basis of each:")
         basis = (unknown.groupby(["problem", "alpha", "target"])["optimum"].first().rename("best_found")
                  .reset_index())

@@ -22,7 +22,8 @@ import numpy as np
 
 from harness.cell import CellResult, CellSpec
 from harness.grid import paper_grid
-from harness.store import cell_path, provenance, spec_hash, write_atomic, write_failure, write_manifest
+from harness.results import cell_path, spec_hash
+from harness.store import provenance, write_atomic, write_failure, write_manifest
 from harness.store import to_table as store_table
 
 BUDGET_S = 30.0

@@ -23,7 +23,8 @@ import pyarrow.parquet as pq
 import torch
 
 from harness.cell import CellSpec, run_cell
-from harness.store import cell_path, write_cell
+from harness.results import cell_path
+from harness.store import write_cell
 
 
 def _run(spec: CellSpec, out: Path) -> Path:

@@ -10,7 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from harness.store import Location, location
+from harness.results import Location, location
 
 EXIT_USAGE = 2
 EXIT_CELL_FAILED = 1

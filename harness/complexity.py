@@ -39,6 +39,7 @@ from algorithms import Algorithm, algorithm_factory, build_algorithm, z_kind
 from algorithms.gp import fit_gp
 from harness.spec import CellResult, CellSpec
 from problems import Problem, build_problem, z_kind_of
+from problems.checks import positive_int
 from problems.distributions import gaussian_grid
 from problems.float64 import default_float64
 from problems.seeding import derive_seed, generator
@@ -64,8 +65,10 @@ def state_of(spec: CellSpec) -> tuple[int, int, int, dict]:
         raise TimingSpecError(f"a timing cell needs the option {missing.args[0]}") from None
     repeats = options.pop("repeats", DEFAULT_REPEATS)
     for name, value in (("n_obs", n_obs), ("n_z", n_z), ("repeats", repeats)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise TimingSpecError(f"timing option {name} must be a positive integer, got {value!r}")
+        try:
+            positive_int("timing option", name, value)
+        except ValueError as error:
+            raise TimingSpecError(str(error)) from None
     return n_obs, n_z, repeats, options
 
 

@@ -33,6 +33,7 @@ from algorithms.gp import DEFAULT_GP, GP_PROFILES
 from harness.complexity import SIZES_D, SIZES_Z, complexity_cells, estimate_timing_seconds
 from harness.spec import CellSpec
 from problems import PROBLEMS, DiscreteZ, build_problem, z_kind_of
+from problems.checks import positive_int
 from problems.plugins import is_import_path
 
 
@@ -266,9 +267,10 @@ def _seeds(value: object, where: str) -> list[int]:
 def _iterations(value: object, where: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise GridError(f"{where}: iterations must be an integer >= 0, got {value!r}")
-    return value
+    try:
+        return positive_int(where, "iterations", value, allow_zero=True)
+    except ValueError as error:
+        raise GridError(str(error)) from None
 
 
 def _alpha(value: object, where: str) -> float | str | None:

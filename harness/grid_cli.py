@@ -32,18 +32,16 @@ from harness.grid import (
     unavailable_reason,
     with_overrides,
 )
-from harness.store import (
+from harness.results import (
     Location,
     cell_path,
     check_cell_file,
-    clear_checkpoint,
     failure_path,
     invalid_files,
     read_metadata,
-    remove_stale_temporaries,
     result_files,
-    write_manifest,
 )
+from harness.store import clear_checkpoint, remove_stale_temporaries, write_manifest
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -303,7 +301,7 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
          costs: list[float], out: Path, estimate: str) -> int:
     ray_start = 0.0
     if to_run:  # Ray first: a cluster that cannot be joined is a one-line error, with nothing written
-        from harness.execute import start_ray  # Ray is imported only to run cells
+        from harness.ray_runner import start_ray  # Ray is imported only to run cells
 
         print(f"running {len(to_run)} cells, {estimate} (estimate)")
         try:
@@ -325,7 +323,7 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
     write_manifest(out, grid.name, list(grid.cells))
     interrupted = False
     if to_run:
-        from harness.execute import run_cells
+        from harness.ray_runner import run_cells
 
         outcome = run_cells(to_run, out, costs, args.max_in_flight, progress=not args.no_progress)
         ran = len(outcome.done) + len(outcome.failed)

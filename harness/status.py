@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.cli import EXIT_USAGE, Parser, UsageError, out_location
 from harness.grid import GridError, cell_label, resolve_grid
 from harness.grid_cli import classify
-from harness.store import (
+from harness.results import (
     DamagedFileError,
     failure_files,
     invalid_files,

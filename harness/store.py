@@ -1,145 +1,38 @@
-"""The results store: one Parquet file per cell, written atomically.
-
-Layout: ``OUT/<problem>/<algorithm>/seed<seed>-<spec hash>.parquet``; failure records (JSON, kept
-apart from results) at ``OUT/_failed/<problem>/<algorithm>/seed<seed>-<spec hash>.json``; the grid's
-list of cells at ``OUT/_grid.json``. The hash covers the full cell
-spec, so a changed spec (iterations, alpha, options) is never mistaken for a finished cell. Each file
-is written to a '.'-prefixed temporary name in the same folder and then renamed over its final name,
-so a crash leaves either the complete file or nothing (readers skip '.'-prefixed files).
-
-The schema is fixed (:data:`ROW_SCHEMA`): every file has the same column types whatever the
-algorithm, so a folder of them reads as one table without type-merge errors. Timing cells of the
-complexity study (``kind = "timing"``) have their own fixed schema (:data:`TIMING_SCHEMA`) and are
-read by :func:`read_timings`; :func:`read_results` reads BO cells only.
-
-Where: a local folder, or a URI (``s3://bucket/prefix``, ``gs://bucket/prefix``, ``file:///path``)
-through fsspec's universal_pathlib (:func:`location`). An object store has no rename, but a single
-upload becomes visible whole or not at all, so there each file is written straight to its name:
-as atomic as the store allows, and resume works the same way.
+"""Writing the results store: cells (atomically), checkpoints, failure records, the grid's manifest,
+and the clean-up of stale temporaries. Where files live and how they are read is
+:mod:`harness.results`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import platform
 import subprocess
-import warnings
 from collections.abc import Callable
 from dataclasses import asdict
 from importlib import metadata as importlib_metadata
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import BinaryIO
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from algorithms.gp import DEFAULT_GP
+from harness.results import (
+    CHECKPOINT_DIR,
+    FAILED_DIR,
+    MANIFEST,
+    SCHEMAS,
+    Location,
+    cell_path,
+    failure_path,
+    is_local,
+    location,
+    spec_hash,
+    table_checksum,
+)
 from harness.spec import CellResult, CellSpec
-
-_float_list = pa.list_(pa.float64())
-
-#: Column name -> type of every row of every cell file.
-ROW_SCHEMA = pa.schema([
-    ("problem", pa.string()),
-    ("algorithm", pa.string()),
-    ("seed", pa.int64()),
-    ("iteration", pa.int64()),
-    ("alpha", pa.float64()),
-    ("target", pa.string()),  # "var" or "worst_case": which optimum the regret is against
-    ("optimum", pa.float64()),
-    ("x", _float_list),
-    ("z", _float_list),
-    ("y", pa.float64()),
-    ("x_rec", _float_list),
-    ("var_rec", pa.float64()),  # true VaR_alpha(f(x_rec, Z))
-    ("worst_rec", pa.float64()),  # true min_z f(x_rec, z)
-    ("regret", pa.float64()),  # optimum - (var_rec or worst_rec), never clipped
-    ("x_rec_theory", _float_list),  # x_{t*}, t* = argmax_t VaR(l_{t-1}(x_t, Z))
-    ("regret_theory", pa.float64()),
-    ("var_mean_rec", pa.float64()),  # the model's estimate at x_rec
-    ("beta", pa.float64()),
-    ("lv_count", pa.int64()),
-    ("var_upper", pa.float64()),
-    ("var_lower", pa.float64()),
-    ("n_obs", pa.int64()),
-    ("fit_refit", pa.bool_()),
-    ("fit_ok", pa.bool_()),
-    ("fit_message", pa.string()),
-    ("t_fit_s", pa.float64()),
-    ("t_acq_s", pa.float64()),
-    ("t_rec_s", pa.float64()),
-    ("t_eval_s", pa.float64()),
-])
-#: Files written before the GP's hyperparameters were stored: read with the ``gp_*`` columns null.
-ROW_SCHEMA_V1 = ROW_SCHEMA
-#: The fitted hyperparameters after each iteration's model update (:func:`algorithms.gp.hyperparameters`).
-ROW_SCHEMA_V2 = ROW_SCHEMA_V1.append(pa.field("gp_lengthscale", _float_list)).append(
-    pa.field("gp_outputscale", pa.float64())).append(pa.field("gp_noise", pa.float64())).append(
-    pa.field("gp_mean", pa.float64()))
-#: The proposal's whole ``info`` as JSON text (null at iteration 0; older files read it as null).
-ROW_SCHEMA = ROW_SCHEMA_V2.append(pa.field("info", pa.string()))
-#: Older BO schemas, newest first: each is a prefix of the current one, read with the rest null.
-OLDER_ROW_SCHEMAS = (ROW_SCHEMA_V2, ROW_SCHEMA_V1)
-
-#: Column name -> type of every row of every timing-cell file (one row per timed call).
-TIMING_SCHEMA = pa.schema([
-    ("problem", pa.string()),
-    ("algorithm", pa.string()),
-    ("seed", pa.int64()),
-    ("n_obs", pa.int64()),  # |D|
-    ("n_z", pa.int64()),  # |Dz|: support size (discrete Z) or samples of Z per estimate
-    ("z_kind", pa.string()),  # "discrete" or "continuous"
-    ("what", pa.string()),  # "fit" or "acquisition"
-    ("repeat", pa.int64()),  # 1..repeats (the warm-up call is not stored)
-    ("seconds", pa.float64()),  # wall clock
-    ("cpu_seconds", pa.float64()),  # process CPU time
-    ("threads", pa.int64()),  # torch threads (1)
-])
-
-#: The schema of each kind of cell file.
-SCHEMAS = {"bo": ROW_SCHEMA, "timing": TIMING_SCHEMA}
-#: Every schema a readable file of each kind may have (the current one first).
-READABLE_SCHEMAS = {"bo": (ROW_SCHEMA, *OLDER_ROW_SCHEMAS), "timing": (TIMING_SCHEMA,)}
-
-
-#: A results location: a local ``Path``, or a ``upath.UPath`` for a URI.
-Location = PurePath
-
-
-def location(out: str | PurePath) -> Location:
-    """``out`` as a path object: a local ``Path``, or a ``UPath`` for a URI with a scheme
-    (``file://`` URIs become plain paths, so that local writes keep their atomic rename)."""
-    if not isinstance(out, str):
-        return out
-    if "://" not in out:
-        return Path(out)
-    if out.startswith("file://"):
-        return Path(out[len("file://"):])
-    try:
-        from upath import UPath
-
-        return UPath(out)
-    except (ImportError, ValueError) as error:
-        raise ValueError(f"cannot open {out}: {error} (remote stores need: pip install "
-                         "'varbo-bench[cloud]')") from None
-
-
-def _is_local(path: PurePath) -> bool:
-    return isinstance(path, Path) and type(path).__module__.startswith("pathlib")
-
-
-def spec_hash(spec: CellSpec) -> str:
-    """First 12 hex digits of the SHA-256 of the spec's canonical JSON."""
-    return hashlib.sha256(spec.to_json().encode()).hexdigest()[:12]
-
-
-def cell_path(out: Location | str, spec: CellSpec) -> Location:
-    """Where the cell's file lives under ``out``."""
-    return location(out) / spec.problem / spec.algorithm / f"seed{spec.seed}-{spec_hash(spec)}.parquet"
 
 
 def provenance() -> dict:
@@ -172,17 +65,11 @@ def to_table(result: CellResult, extra_metadata: dict | None = None) -> pa.Table
     return table.replace_schema_metadata({"varbo": json.dumps(meta)})
 
 
-def table_checksum(table: pa.Table) -> str:
-    """SHA-256 of a table's values, row by row as JSON (exact for floats: ``repr`` round-trips)."""
-    text = json.dumps(table.replace_schema_metadata(None).to_pylist(), default=repr, allow_nan=True)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _write_whole(path: Location, write: Callable[[BinaryIO], object]) -> None:
     """``write(stream)`` so that ``path`` appears whole or not at all: locally through a
     '.'-prefixed temporary file and a rename; on an object store as one upload straight to its
     name (visible whole or not at all: there is no rename)."""
-    if not _is_local(path):
+    if not is_local(path):
         with path.open("wb") as stream:
             write(stream)
         return
@@ -211,44 +98,6 @@ def write_cell(out: Location | str, spec: CellSpec, result: CellResult,
     return path
 
 
-def _read_schema(path: Location) -> pa.Schema:
-    if _is_local(path):
-        return pq.read_schema(path)
-    with path.open("rb") as stream:
-        return pq.read_schema(stream)
-
-
-def _read_table(path: Location, schema: pa.Schema = ROW_SCHEMA) -> pa.Table:
-    """The file's table with ``schema``; a BO file of an older schema (:data:`OLDER_ROW_SCHEMAS`)
-    comes back with the columns it lacks null."""
-    if schema is ROW_SCHEMA:
-        names = _read_schema(path).names
-        for older in OLDER_ROW_SCHEMAS:
-            if names == older.names:
-                old = _read_table(path, older)
-                for field in ROW_SCHEMA:
-                    if field.name not in older.names:
-                        old = old.append_column(field, pa.nulls(old.num_rows, field.type))
-                return old
-    if _is_local(path):
-        return pq.read_table(path, schema=schema)
-    with path.open("rb") as stream:
-        return pq.read_table(stream, schema=schema)
-
-
-def read_metadata(path: Location) -> dict:
-    """The ``varbo`` metadata of a cell file."""
-    return json.loads(_read_schema(path).metadata[b"varbo"])
-
-
-# ---------------------------------------------------------------------------------------------------
-# failures, the grid manifest, stale temporary files
-
-FAILED_DIR = "_failed"
-MANIFEST = "_grid.json"
-CHECKPOINT_DIR = "_checkpoints"
-
-
 def checkpoint_path(out: Location | str, spec: CellSpec) -> Location:
     """Where the last checkpoint of an unfinished cell lives (removed once the cell is written)."""
     name = f"seed{spec.seed}-{spec_hash(spec)}.ckpt"
@@ -274,7 +123,7 @@ def set_aside_checkpoint(out: Location | str, spec: CellSpec) -> Location:
     read again); returns the new path."""
     path = checkpoint_path(out, spec)
     target = path.with_name(path.name + ".damaged")
-    if _is_local(path):
+    if is_local(path):
         os.replace(path, target)
     else:  # an object store has no rename
         target.write_bytes(path.read_bytes())
@@ -287,16 +136,10 @@ def clear_checkpoint(out: Location | str, spec: CellSpec) -> None:
     path = checkpoint_path(out, spec)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
-    if _is_local(path):  # no empty _checkpoints/<problem>/<algorithm>/ folders left behind
+    if is_local(path):  # no empty _checkpoints/<problem>/<algorithm>/ folders left behind
         for folder in (path.parent, path.parent.parent, path.parent.parent.parent):
             with contextlib.suppress(OSError):
                 folder.rmdir()  # only succeeds when empty
-
-
-def failure_path(out: Location | str, spec: CellSpec) -> Location:
-    """Where the failure record of a cell lives (a '_'-prefixed folder: readers skip it)."""
-    name = f"seed{spec.seed}-{spec_hash(spec)}.json"
-    return location(out) / FAILED_DIR / spec.problem / spec.algorithm / name
 
 
 def _write_text_atomic(text: str, path: Location) -> None:
@@ -313,39 +156,13 @@ def write_failure(out: Location | str, spec: CellSpec, message: str, traceback_t
     return path
 
 
-class DamagedFileError(ValueError):
-    """A bookkeeping file of the store (the grid manifest, a failure record) that cannot be read as
-    what it should be; the message names the file and what is wrong."""
-
-
-def _json_file(path: Location) -> object:
-    try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as error:
-        raise DamagedFileError(f"{path} is damaged: not UTF-8 text (byte {error.start})") from None
-    except json.JSONDecodeError as error:
-        raise DamagedFileError(f"{path} is damaged: not JSON ({error.msg}, line {error.lineno})") from None
-
-
-def read_failure(path: Path) -> dict:
-    """A failure record written by :func:`write_failure`; :class:`DamagedFileError` if it is not one."""
-    record = _json_file(path)
-    if not isinstance(record, dict) or not isinstance(record.get("spec"), dict):
-        raise DamagedFileError(f"{path} is damaged: not a failure record (no cell spec)")
-    try:
-        spec_from_dict(record["spec"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise DamagedFileError(f"{path} is damaged: its cell spec is incomplete ({error})") from None
-    return record
-
-
 def clear_failure(out: Location | str, spec: CellSpec) -> None:
     """Remove a cell's failure record (it has now succeeded) and the folders it leaves empty."""
     path = failure_path(out, spec)
     if not path.exists():
         return
     path.unlink()
-    if not _is_local(path):
+    if not is_local(path):
         return  # an object store has no folders to tidy
     for folder in (path.parent, path.parent.parent, out / FAILED_DIR):
         with contextlib.suppress(OSError):
@@ -358,26 +175,11 @@ def write_manifest(out: Location | str, grid_name: str, specs: list[CellSpec]) -
     _write_text_atomic(json.dumps(data, separators=(",", ":")), location(out) / MANIFEST)
 
 
-def read_manifest(out: Location | str) -> tuple[str, list[CellSpec]] | None:
-    """The grid name and cells recorded by :func:`write_manifest`, or None; :class:`DamagedFileError`
-    if the file is there but is not a manifest."""
-    path = location(out) / MANIFEST
-    if not path.is_file():
-        return None
-    data = _json_file(path)
-    try:
-        if not isinstance(data["grid"], str) or not isinstance(data["cells"], list):
-            raise TypeError("'grid' must be a name and 'cells' a list")
-        return data["grid"], [spec_from_dict(c) for c in data["cells"]]
-    except (KeyError, TypeError, ValueError) as error:
-        raise DamagedFileError(f"{path} is damaged: not a grid manifest ({error})") from None
-
-
 def remove_stale_temporaries(out: Location | str) -> int:
     """Delete '.'-prefixed ``*.tmp`` files left by a killed writer (its pid no longer runs)."""
     removed = 0
     out = location(out)
-    if not _is_local(out) or not out.is_dir():
+    if not is_local(out) or not out.is_dir():
         return 0  # object stores get no temporaries
     for tmp in out.rglob(".*.tmp"):
         try:
@@ -391,173 +193,3 @@ def remove_stale_temporaries(out: Location | str) -> int:
         tmp.unlink(missing_ok=True)
         removed += 1
     return removed
-
-
-# ---------------------------------------------------------------------------------------------------
-# reading
-
-
-def _visible(path: Path, out: Location | str) -> bool:
-    return not any(part.startswith((".", "_")) for part in path.relative_to(out).parts)
-
-
-def spec_from_dict(data: dict) -> CellSpec:
-    """The :class:`CellSpec` of a stored spec (a file's metadata, a manifest, a failure record)."""
-    return CellSpec(data["problem"], data["algorithm"], data["seed"], data["iterations"],
-                    data["alpha"], tuple((k, v) for k, v in data["options"]), data.get("kind", "bo"),
-                    data.get("gp", DEFAULT_GP))
-
-
-def check_cell_file(path: Location) -> str | None:
-    """Why ``path`` is not a finished cell file written by this store, or None if it is.
-
-    The file must be Parquet with exactly the columns and types of its kind's schema
-    (:data:`READABLE_SCHEMAS`), carry the ``varbo`` metadata, its recorded spec must hash to the hash
-    in its name (so a file copied or renamed onto another cell's name is refused too), and its data
-    must read whole and match the row count and checksum recorded when it was written (files written
-    before those were recorded: must read whole). A few milliseconds per cell file.
-    """
-    return _check(path)[0]
-
-
-def _check(path: Location) -> tuple[str | None, dict | None]:
-    """:func:`check_cell_file`'s reason, and the file's metadata when it is a cell file."""
-    try:
-        schema = _read_schema(path)
-    except Exception as error:  # pyarrow raises several types for a damaged footer
-        return f"not a readable Parquet file ({type(error).__name__})", None
-    columns = [(f.name, f.type) for f in schema]
-
-    def matches(schemas: tuple[pa.Schema, ...]) -> bool:
-        return any(columns == [(f.name, f.type) for f in known] for known in schemas)
-
-    if not any(matches(known) for known in READABLE_SCHEMAS.values()):
-        return "not a varbo-bench cell file (other columns)", None
-    try:
-        meta = json.loads((schema.metadata or {})[b"varbo"])
-        spec = spec_from_dict(meta["spec"])
-    except (KeyError, TypeError, ValueError):
-        return "not a varbo-bench cell file (no cell metadata)", None
-    if not matches(READABLE_SCHEMAS.get(spec.kind, (ROW_SCHEMA,))):
-        return f"not a varbo-bench cell file (columns of another kind than {spec.kind!r})", None
-    if spec_hash(spec) != path.stem.rsplit("-", 1)[-1]:
-        return "its recorded spec does not match its name", None
-    try:  # the data too, not only the footer: a damaged data page would otherwise count as done
-        table = _read_table(path, SCHEMAS[spec.kind])
-    except Exception as error:  # pyarrow raises several types for damaged pages
-        return f"damaged data ({type(error).__name__})", None
-    if "rows" in meta and table.num_rows != meta["rows"]:
-        return f"damaged data ({table.num_rows} rows, its metadata says {meta['rows']})", None
-    # the checksum covers the columns the file holds (an older schema's: not the null ones added)
-    stored = table.select(schema.names) if schema.names != table.column_names else table
-    if "checksum" in meta and table_checksum(stored) != meta["checksum"]:
-        return "damaged data (its values do not match its checksum)", None
-    return None, meta
-
-
-def _scan(out: Location | str) -> tuple[list[tuple[Location, dict]], list[tuple[Location, str]]]:
-    """The cell files under ``out`` with their metadata, and the refused files with the reason."""
-    out = location(out)
-    if not out.is_dir():
-        return [], []
-    good, bad = [], []
-    for path in sorted(p for p in out.rglob("*.parquet") if _visible(p, out)):
-        reason, meta = _check(path)
-        if reason is None:
-            good.append((path, meta))
-        else:
-            bad.append((path, reason))
-    return good, bad
-
-
-def result_files(out: Location | str) -> list[Location]:
-    """Every finished cell file under ``out`` (skipping '.'- and '_'-prefixed names and any file
-    that :func:`check_cell_file` refuses), sorted."""
-    return [path for path, _ in _scan(out)[0]]
-
-
-def invalid_files(out: Location | str) -> list[tuple[Location, str]]:
-    """The visible ``*.parquet`` files under ``out`` that are not cell files, with the reason:
-    corrupted, foreign, or renamed. They are never read as results; a grid run recomputes a cell
-    whose file is one of them (the new file replaces it)."""
-    return _scan(out)[1]
-
-
-def failure_files(out: Location | str) -> list[Location]:
-    """Every failure record under ``out``."""
-    folder = location(out) / FAILED_DIR
-    return sorted(folder.rglob("*.json")) if folder.is_dir() else []
-
-
-def read_results(out: Location | str) -> pd.DataFrame:
-    """Every finished cell under ``out`` as one DataFrame: the columns of :data:`ROW_SCHEMA` plus
-    ``spec_hash`` (the file's, which tells apart cells that differ in iterations, alpha or options),
-    ``iterations`` (the cell's planned count), ``options`` (canonical JSON of its options) and ``gp``
-    (its GP profile). Files of the older schema read with null ``gp_*`` columns.
-
-    Files are read one by one with the fixed schema and concatenated, so no type merging or
-    partition inference happens (pandas 3 / pyarrow 26 safe). An empty folder gives an empty frame
-    with these columns. Files that are not cell files (:func:`invalid_files`) are skipped with a
-    warning that names them.
-    """
-    out = location(out)
-    tables = []
-    good, bad = _scan(out)
-    for path, reason in bad:
-        warnings.warn(f"skipped {path}: {reason}", stacklevel=2)
-    for path, meta in good:
-        if meta.get("spec", {}).get("kind", "bo") != "bo":  # timing cells: read_timings
-            continue
-        try:
-            table = _read_table(path)
-        except Exception as error:  # a damaged data page behind an intact footer
-            warnings.warn(f"skipped {path}: unreadable ({type(error).__name__}: {error})", stacklevel=2)
-            continue
-        n = table.num_rows
-        spec = meta.get("spec", {})
-        table = table.replace_schema_metadata(None)
-        table = table.append_column("spec_hash", pa.array([path.stem.rsplit("-", 1)[-1]] * n, pa.string()))
-        table = table.append_column("iterations", pa.array([meta.get("iterations")] * n, pa.int64()))
-        options = json.dumps(dict(spec.get("options", [])), sort_keys=True)
-        table = table.append_column("options", pa.array([options] * n, pa.string()))
-        table = table.append_column("gp", pa.array([spec.get("gp", DEFAULT_GP)] * n, pa.string()))
-        tables.append(table)
-    if not tables:
-        schema = ROW_SCHEMA.append(pa.field("spec_hash", pa.string())).append(
-            pa.field("iterations", pa.int64())).append(pa.field("options", pa.string())).append(
-            pa.field("gp", pa.string()))
-        return schema.empty_table().to_pandas()
-    return pa.concat_tables(tables).to_pandas()
-
-
-def read_timings(out: Location | str) -> pd.DataFrame:
-    """Every finished timing cell under ``out`` as one DataFrame: the columns of
-    :data:`TIMING_SCHEMA` plus ``spec_hash`` and ``options`` (canonical JSON of the algorithm
-    options, the state options ``n_obs``, ``n_z`` and ``repeats`` left out). Files that are not cell
-    files are skipped with a warning, as by :func:`read_results`; BO cells are not read."""
-    tables = []
-    good, bad = _scan(location(out))
-    for path, reason in bad:
-        warnings.warn(f"skipped {path}: {reason}", stacklevel=2)
-    for path, meta in good:
-        spec = meta.get("spec", {})
-        if spec.get("kind", "bo") != "timing":
-            continue
-        try:
-            table = _read_table(path, TIMING_SCHEMA)
-        except Exception as error:
-            warnings.warn(f"skipped {path}: unreadable ({type(error).__name__}: {error})", stacklevel=2)
-            continue
-        n = table.num_rows
-        state = ("n_obs", "n_z", "repeats")
-        options = json.dumps({k: v for k, v in spec.get("options", []) if k not in state}, sort_keys=True)
-        table = table.replace_schema_metadata(None)
-        table = table.append_column("spec_hash", pa.array([path.stem.rsplit("-", 1)[-1]] * n, pa.string()))
-        table = table.append_column("options", pa.array([options] * n, pa.string()))
-        tables.append(table)
-    if not tables:
-        schema = TIMING_SCHEMA.append(pa.field("spec_hash", pa.string())).append(
-            pa.field("options", pa.string()))
-        return schema.empty_table().to_pandas()
-    return pa.concat_tables(tables).to_pandas()
-

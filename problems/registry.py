@@ -14,6 +14,7 @@ from dataclasses import replace
 from torch import Tensor
 
 from problems.base import Optimum, Problem
+from problems.checks import positive_int
 from problems.distributions import DiscreteZ, TruncatedNormalZ, gaussian_grid
 from problems.optima import load_table, search_problem
 from problems.plugins import import_object, is_import_path
@@ -117,8 +118,7 @@ def check_problem(key: str, problem: object) -> Problem:
         raise ValueError(f"problem {key!r} is of type {type(problem).__name__}, not a problems.Problem "
                          "(nor a function of no arguments that returns one)")
     where = f"problem {key!r}"
-    if isinstance(problem.d_x, bool) or not isinstance(problem.d_x, int) or problem.d_x < 1:
-        raise ValueError(f"{where}: d_x must be a positive integer, got {problem.d_x!r}")
+    positive_int(where, "d_x", problem.d_x)
     if not isinstance(problem.z, DiscreteZ | TruncatedNormalZ):
         raise ValueError(f"{where}: z must be a problems.DiscreteZ or a problems.TruncatedNormalZ, "
                          f"got {type(problem.z).__name__}")
@@ -129,9 +129,7 @@ def check_problem(key: str, problem: object) -> Problem:
     if not problem.noise_std >= 0.0:
         raise ValueError(f"{where}: noise_std must be >= 0, got {problem.noise_std!r}")
     for field in ("n_init", "iterations"):
-        value = getattr(problem, field)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{where}: {field} must be a positive integer, got {value!r}")
+        positive_int(where, field, getattr(problem, field))
     if not callable(problem.objective):
         raise ValueError(f"{where}: objective must be callable, got {problem.objective!r}")
     return problem

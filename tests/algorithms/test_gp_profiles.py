@@ -141,7 +141,7 @@ def test_cells_refit_on_their_profiles_schedule_and_store_the_hyperparameters() 
 
 
 def test_the_default_profile_leaves_the_spec_hash_alone() -> None:
-    from harness.store import spec_hash
+    from harness.results import spec_hash
 
     a = CellSpec.make("branin-1-1-discrete", "vucb-prob", 0)
     b = CellSpec.make("branin-1-1-discrete", "vucb-prob", 0, gp="paper")

@@ -9,10 +9,11 @@ import torch
 from botorch.utils.sampling import draw_sobol_normal_samples
 
 from algorithms.gp import fit_gp
-from algorithms.rhokg import FastRhoKG, RhoKGAcquisition, RhoKGApx, WSet, reference_value
+from algorithms.rhokg import FastRhoKG, RhoKGAcquisition, RhoKGApx, WSet
 from harness.cell import CellSpec, run_cell
 from problems import build_problem
 from problems.seeding import generator
+from tests.algorithms.rhokg_reference import reference_value
 
 
 def small_model(name: str, n: int, seed: int):

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from algorithms.gp import PosteriorMarginals, fit_gp
-from algorithms.vucb import VUCBProb, VUCBUnif, lacing_values
+from algorithms.vucb import VUCBProb, VUCBUnif
+from algorithms.vucb_common import lacing_values
 from problems import build_problem
 
 

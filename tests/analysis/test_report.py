@@ -12,7 +12,8 @@ import pytest
 from analysis.report import main
 from harness.cell import CellSpec, run_cell
 from harness.grid import alpha_below_min_mass
-from harness.store import result_files, write_cell, write_manifest
+from harness.results import result_files
+from harness.store import write_cell, write_manifest
 
 PROBLEM = "branin-1-1-discrete"
 
@@ -102,7 +103,7 @@ def test_negative_regret_stops_the_report(results: Path, tmp_path: Path,
     regret[1] = -1e-6
     table = table.set_column(table.schema.get_field_index("regret"), "regret", pa.array(regret))
     # a cell file as a wrong optimum would have written it: its checksum matches its values
-    from harness.store import table_checksum
+    from harness.results import table_checksum
 
     meta = json.loads(table.schema.metadata[b"varbo"])
     meta["checksum"] = table_checksum(table)

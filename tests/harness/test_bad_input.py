@@ -12,9 +12,10 @@ import pytest
 
 from harness.cell import CellSpec, run_cell
 from harness.grid_cli import classify
+from harness.results import cell_path, invalid_files, read_results, result_files
 from harness.run import main
 from harness.status import main as status_main
-from harness.store import cell_path, invalid_files, read_results, result_files, write_cell, write_manifest
+from harness.store import write_cell, write_manifest
 
 SPECS = [CellSpec.make("branin-1-1-discrete", "random", s, 1) for s in (0, 1, 2)]
 GRID = """seeds = 3
@@ -167,7 +168,7 @@ def test_corrupted_and_foreign_parquet_files_are_named_and_never_read(
 def test_a_damaged_manifest_or_failure_record_is_named_not_a_traceback(
         damage: bytes, folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     from analysis.report import main as report_main
-    from harness.store import failure_path
+    from harness.results import failure_path
 
     (folder / "_grid.json").write_bytes(damage)
     record = failure_path(folder, CellSpec.make("branin-1-1-discrete", "random", 7, 1))
@@ -186,7 +187,7 @@ def test_a_damaged_manifest_or_failure_record_is_named_not_a_traceback(
 def test_a_cell_file_with_a_damaged_data_page_is_not_done(folder: Path, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture) -> None:
     from analysis.report import main as report_main
-    from harness.store import check_cell_file, read_metadata
+    from harness.results import check_cell_file, read_metadata
 
     path = cell_path(folder, SPECS[1])
     meta = read_metadata(path)
@@ -209,7 +210,7 @@ def test_a_cell_file_with_a_damaged_data_page_is_not_done(folder: Path, tmp_path
 
 
 def test_a_cell_file_whose_values_changed_fails_its_checksum(folder: Path) -> None:
-    from harness.store import check_cell_file
+    from harness.results import check_cell_file
 
     path = cell_path(folder, SPECS[2])
     table = pq.read_table(path)

@@ -18,8 +18,9 @@ import pytest
 import torch
 
 from harness.cell import CellSpec, run_cell
-from harness.execute import run_cells, start_ray
-from harness.store import ROW_SCHEMA, cell_path, read_checkpoint, read_results, result_files
+from harness.ray_runner import run_cells, start_ray
+from harness.results import ROW_SCHEMA, cell_path, read_results, result_files
+from harness.store import read_checkpoint
 from tests.harness.faults import slow_cell, slow_iterations
 from tests.harness.layout import TIMINGS
 

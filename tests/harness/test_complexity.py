@@ -24,7 +24,7 @@ from harness.complexity import (
     timed_problem,
 )
 from harness.grid import resolve_grid
-from harness.store import (
+from harness.results import (
     TIMING_SCHEMA,
     cell_path,
     check_cell_file,
@@ -32,8 +32,8 @@ from harness.store import (
     read_timings,
     spec_from_dict,
     spec_hash,
-    write_cell,
 )
+from harness.store import write_cell
 
 
 def timing(problem: str, algorithm: str, n_obs: int, n_z: int, repeats: int = 2, **options) -> CellSpec:

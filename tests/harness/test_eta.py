@@ -1,9 +1,9 @@
-"""The grid's ETA (harness.execute.Eta) on timelines whose remaining time is known by construction."""
+"""The grid's ETA (harness.ray_runner.Eta) on timelines whose remaining time is known by construction."""
 
 import pytest
 
 from harness.cell import CellSpec
-from harness.execute import Eta
+from harness.ray_runner import Eta
 
 
 def _cells(n: int) -> list[CellSpec]:

@@ -15,7 +15,7 @@ import pytest
 
 from harness.cell import CellSpec, run_cell
 from harness.grid import smoke_grid
-from harness.store import ROW_SCHEMA, read_results
+from harness.results import ROW_SCHEMA, read_results
 from tests.harness.layout import TIMINGS, expected_path, visible_parquet
 
 

@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from harness.cell import CellSpec, run_cell
-from harness.execute import run_cells
+from harness.ray_runner import run_cells
+from harness.results import ROW_SCHEMA, cell_path, read_metadata, read_results
 from harness.run import main
 from harness.status import status_table
-from harness.store import ROW_SCHEMA, cell_path, read_metadata, read_results, write_checkpoint
+from harness.store import write_checkpoint
 from tests.harness.faults import fail_vucb_unif, slow_iterations
 from tests.harness.layout import TIMINGS, expected_path
 
@@ -160,9 +161,9 @@ def test_alpha_study_cell_measures_against_the_worst_case(tmp_path: Path) -> Non
 
 def test_progress_lines_keep_coming_in_a_log_while_no_cell_ends(
         tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.execute
+    import harness.ray_runner
 
-    monkeypatch.setattr(harness.execute, "LOG_EVERY_S", 0.5)
+    monkeypatch.setattr(harness.ray_runner, "LOG_EVERY_S", 0.5)
     spec = CellSpec.make("branin-1-1-discrete", "random", 0, 8)  # about 4 s: 0.5 s an iteration
     run_cells([spec], tmp_path / "out", cell_fn=slow_iterations)
     lines = [line for line in capsys.readouterr().err.replace("\r", "\n").splitlines()
@@ -220,7 +221,7 @@ def test_a_cell_whose_file_cannot_be_written_fails_alone(tmp_path: Path) -> None
     # a file where one cell's folder should be: its write fails as a full disk or a refused upload
     # would (and as permissions would for a user other than root); the other cells are written
     from harness.grid_cli import EXIT_FAILED
-    from harness.store import failure_path, read_failure
+    from harness.results import failure_path, read_failure
 
     blocked = CellSpec.make("branin-1-1-discrete", "vucb-prob", 0, 2)
     others = [CellSpec.make("branin-1-1-discrete", "random", s, 2) for s in (0, 1)]

@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from harness.store import result_files
+from harness.results import result_files
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
 REPO = Path(__file__).resolve().parents[2]

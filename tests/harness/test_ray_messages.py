@@ -3,7 +3,7 @@ one line per message, once (the end-to-end case, a real node killed, is in test_
 
 import io
 
-from harness.execute import RAY_MESSAGE_CHARS, _RayMessages, condense_ray_message
+from harness.ray_runner import RAY_MESSAGE_CHARS, _RayMessages, condense_ray_message
 
 # the shape of the message a real raylet death produced (Ray 2.60): a first line, then the last
 # lines of its log, most of them its state dump

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness.cell import CellSpec
+from harness.results import cell_path, location, read_results, result_files
 from harness.run import main
 from harness.status import main as status_main
-from harness.store import cell_path, location, read_results, result_files
 
 ray = pytest.importorskip("ray")
 GRID = """seeds = 2
