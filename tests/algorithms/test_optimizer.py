@@ -121,3 +121,16 @@ def test_bad_settings_are_one_line_errors(kwargs: dict, message: str) -> None:
     with pytest.raises((ValueError, KeyError)) as error:
         VaROptimizer(**settings)
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(("algorithm", "options"), [
+    ("vucb-unif", {}), ("stableopt", {}), ("random", {}),
+    ("rhokg-apx", {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}),
+])
+def test_every_kind_of_registered_algorithm_runs_through_the_api(algorithm: str, options: dict) -> None:
+    opt = VaROptimizer(bounds=[(-2.0, 3.0)], z=(POINTS, MASSES), alpha=0.1, algorithm=algorithm,
+                       options=options, n_init=3)
+    best = opt.run(toy, iterations=2)
+    assert best.n_observations == 5 and -2.0 <= best.x[0] <= 3.0 and math.isfinite(best.var)
+    evaluated = opt.train_X[:, 0] * 5.0 - 2.0  # the recommendation is one of the evaluated x
+    assert torch.isclose(evaluated, torch.tensor(best.x[0], dtype=torch.float64), atol=1e-12).any()
