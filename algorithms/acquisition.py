@@ -10,7 +10,11 @@ value is exact: a weighted lower quantile over the support) or a :class:`Truncat
 does). The value is VaR_alpha(u(x, Z)), u = mu + beta^(1/2) sigma the upper confidence bound:
 V-UCB's x_t is its maximizer (Nguyen et al., 2021, Algorithm 1). It is differentiable almost
 everywhere (through the selected order statistic), which is what ``optimize_acqf``'s L-BFGS-B
-needs; the lacing values at that x are :func:`algorithms.vucb_common.lacing_values`.
+needs. At a kink (where the selected z changes) the line search can end "ABNORMAL"; BoTorch then
+warns and retries from new starts, and the best of its raw samples still counts, so give it raw
+samples enough to cover x (our own search, :func:`algorithms.search.maximize_x`, scores 256 per
+dimension of x before L-BFGS-B). The lacing values at the maximizer are
+:func:`algorithms.vucb_common.lacing_values`.
 """
 
 from __future__ import annotations

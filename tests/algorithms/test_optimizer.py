@@ -85,6 +85,9 @@ def _weighted_lower_quantile(values: np.ndarray, masses: np.ndarray, alpha: floa
     return float(values[order][np.searchsorted(cumulative, alpha - 1e-12)])
 
 
+# L-BFGS-B may end "ABNORMAL" at a kink of the quantile (documented in algorithms/acquisition.py);
+# BoTorch warns and retries, and the test checks the value it returns against a dense grid
+@pytest.mark.filterwarnings("ignore:Optimization failed:RuntimeWarning")
 def test_the_botorch_acquisition_is_var_of_the_upper_bound_and_works_with_optimize_acqf() -> None:
     opt = VaROptimizer(bounds=[(-2.0, 3.0)], z=(POINTS, MASSES), alpha=0.1, seed=0)
     opt.run(toy, iterations=4)
