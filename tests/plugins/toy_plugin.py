@@ -11,6 +11,7 @@ against VaR. ``toy_unknown`` is the same problem declaring its optimum unknown.
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import torch
@@ -57,6 +58,17 @@ class Toy(Algorithm):
         mean = model.posterior(grid).mean.squeeze(-1)  # k x |Dz|
         var = weighted_var(mean, self.problem.z.masses, self.problem.alpha)
         return Recommendation(xs[var.argmax()], {"var_mean_rec": float(var.max())})
+
+
+class Slow(Toy):
+    """Toy at 0.2 s a proposal: a cell that runs long enough to be interrupted however fast or
+    loaded the machine is (``tests/harness/test_cluster_recovery.py``)."""
+
+    name = "slow"
+
+    def propose(self, model, t: int) -> Proposal:
+        time.sleep(0.2)
+        return super().propose(model, t)
 
 
 class NoName(Algorithm):
