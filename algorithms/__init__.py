@@ -11,7 +11,7 @@ from algorithms.base import (
     z_kind,
 )
 from algorithms.optimizer import Best, VaROptimizer
-from algorithms.registry import ALGORITHMS, algorithm_factory, is_algorithm
+from algorithms.registry import ALGORITHMS, algorithm_factory
 
 __all__ = [
     "ALGORITHMS",
@@ -24,7 +24,6 @@ __all__ = [
     "algorithm_factory",
     "build_algorithm",
     "check_algorithm",
-    "is_algorithm",
     "supports",
     "z_kind",
 ]

@@ -41,12 +41,3 @@ def algorithm_factory(name: str) -> type[Algorithm]:
     factory = import_object(name, "algorithm")
     check_algorithm(name, factory)
     return factory  # type: ignore[return-value]
-
-
-def is_algorithm(name: str) -> bool:
-    """Whether ``name`` is a registered algorithm or an import path to a valid one (importing it)."""
-    try:
-        algorithm_factory(name)
-    except (KeyError, ValueError):
-        return False
-    return True

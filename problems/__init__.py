@@ -3,7 +3,7 @@
 from problems.base import Optimum, Problem
 from problems.distributions import DiscreteZ, TruncatedNormalZ, gaussian_grid
 from problems.plugins import PluginError
-from problems.registry import PROBLEMS, build_problem, check_problem, get_problem, is_problem, z_kind_of
+from problems.registry import PROBLEMS, build_problem, check_problem, get_problem, z_kind_of
 from problems.risk import weighted_var
 
 __all__ = [
@@ -17,7 +17,6 @@ __all__ = [
     "check_problem",
     "gaussian_grid",
     "get_problem",
-    "is_problem",
     "weighted_var",
     "z_kind_of",
 ]

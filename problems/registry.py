@@ -153,15 +153,6 @@ def problem_factory(name: str) -> Callable[[], Problem]:
     return target  # type: ignore[return-value]
 
 
-def is_problem(name: str) -> bool:
-    """Whether ``name`` is a registered problem or an import path that builds one (importing it)."""
-    try:
-        build_problem(name, with_optimum=False)
-    except (KeyError, ValueError):
-        return False
-    return True
-
-
 @functools.lru_cache(maxsize=32)
 def _user_problem(name: str) -> Problem:
     """The problem an import path builds, checked and named by the path (built once a process:
