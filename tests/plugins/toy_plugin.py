@@ -72,7 +72,8 @@ class Slow(Toy):
 
 
 class NoName(Algorithm):
-    """Forgets ``name``: the runner refuses it in one line."""
+    """Forgets ``name``: the runner refuses it in one line before building it, so its methods,
+    which only make the class concrete, are never called."""
 
     def propose(self, model, t: int) -> Proposal:
         raise NotImplementedError
