@@ -162,28 +162,56 @@ def smoke_grid() -> Grid:
                 f"{SMOKE_SEEDS} seeds, {SMOKE_ITERATIONS} iterations")
 
 
+def _figure_cells(seeds: Iterable[int], effort: Callable[[str, bool], dict | None]) -> list[CellSpec]:
+    """The cells of every figure of the paper (Figures 3, 4, 5 and the alpha -> 0 study) and random
+    search on every problem, for ``seeds``; ``effort(algorithm, continuous)`` gives the options of an
+    algorithm on a problem with a continuous Z or not (None: its defaults)."""
+    t = PAPER_ITERATIONS
+
+    def block(problems: Iterable[str], algorithms: Iterable[str], alpha: float | str | None = None,
+              ) -> list[CellSpec]:
+        return [cell for problem in problems for algorithm in algorithms
+                for cell in _block([problem], [algorithm], seeds, t, alpha=alpha,
+                                   options=effort(algorithm, problem in SYNTHETIC_CONTINUOUS))]
+
+    return (
+        # Figure 3: discrete Z
+        block(SYNTHETIC_DISCRETE, ["vucb-unif", "vucb-prob", "rhokg-apx"])
+        # Figure 4: continuous Z
+        + block(SYNTHETIC_CONTINUOUS, ["vucb-prob", "rhokg-apx"])
+        # Figure 5: simulated problems
+        + block(["portfolio-3-2"], ["vucb-prob", "rhokg-apx"])
+        + block(["robot-push-3-2"], ["vucb-unif", "vucb-prob", "rhokg-apx"])
+        # alpha -> 0: every method at the same alpha below the smallest mass, worst-case target
+        + block(SYNTHETIC_DISCRETE, ["stableopt", "vucb-unif", "vucb-prob"], alpha=BELOW_MIN_MASS)
+        # the floor the paper does not show: random search on every problem (it costs nothing)
+        + block(SYNTHETIC_DISCRETE + SYNTHETIC_CONTINUOUS + ("portfolio-3-2", "robot-push-3-2"),
+                ["random"])
+        + block(SYNTHETIC_DISCRETE, ["random"], alpha=BELOW_MIN_MASS)
+    )
+
+
 def paper_grid() -> Grid:
     """Every figure of the paper (Figures 3, 4, 5 and the alpha -> 0 study), 10 seeds each."""
-    seeds = range(PAPER_SEEDS)
-    t = PAPER_ITERATIONS
-    cells = (
-        # Figure 3: discrete Z
-        _block(SYNTHETIC_DISCRETE, ["vucb-unif", "vucb-prob", "rhokg-apx"], seeds, t)
-        # Figure 4: continuous Z
-        + _block(SYNTHETIC_CONTINUOUS, ["vucb-prob", "rhokg-apx"], seeds, t)
-        # Figure 5: simulated problems
-        + _block(["portfolio-3-2"], ["vucb-prob", "rhokg-apx"], seeds, t)
-        + _block(["robot-push-3-2"], ["vucb-unif", "vucb-prob", "rhokg-apx"], seeds, t)
-        # alpha -> 0: every method at the same alpha below the smallest mass, worst-case target
-        + _block(SYNTHETIC_DISCRETE, ["stableopt", "vucb-unif", "vucb-prob"], seeds, t,
-                 alpha=BELOW_MIN_MASS)
-        # the floor the paper does not show: random search on every problem (it costs nothing)
-        + _block(SYNTHETIC_DISCRETE + SYNTHETIC_CONTINUOUS + ("portfolio-3-2", "robot-push-3-2"),
-                 ["random"], seeds, t)
-        + _block(SYNTHETIC_DISCRETE, ["random"], seeds, t, alpha=BELOW_MIN_MASS)
-    )
+    cells = _figure_cells(range(PAPER_SEEDS), lambda algorithm, continuous: None)
     return Grid("paper", tuple(cells), "Figures 3, 4, 5 and the alpha -> 0 study, random search on "
                 "every problem, 10 seeds")
+
+
+#: Seeds of the quick grid.
+QUICK_SEEDS = 3
+
+
+def quick_grid() -> Grid:
+    """The paper grid's shape (every panel of Figures 3-5 and the alpha -> 0 study, random search
+    included) with :data:`QUICK_SEEDS` seeds, the paper's iterations and the smoke grid's reduced
+    search effort for rho-KG^apx and for V-UCB's LNSO on a continuous Z (:func:`smoke_options`; the
+    estimators themselves are unchanged). About an hour of one core: every figure in about half an
+    hour on a 2-core laptop. Its cells with default options are the paper grid's cells (same spec
+    and hash), so both grids can share one results folder."""
+    cells = _figure_cells(range(QUICK_SEEDS), smoke_options)
+    return Grid("quick", tuple(cells), f"the paper grid's panels, {QUICK_SEEDS} seeds, the paper's "
+                "iterations, rho-KG^apx and LNSO at the smoke grid's reduced search effort")
 
 
 #: The sensitivity grid's problems: where the paper's C1 and C2 are decided on a 1-D and a 2-D Z.
@@ -230,7 +258,8 @@ def complexity_grid() -> Grid:
 
 
 #: Named grids: name -> factory (factories, so the registries are read when a grid is built).
-NAMED_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid, "paper": paper_grid,
+NAMED_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid, "quick": quick_grid,
+                                              "paper": paper_grid,
                                               "sensitivity": sensitivity_grid,
                                               "complexity": complexity_grid}
 
