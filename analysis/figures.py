@@ -9,6 +9,8 @@ alpha with the most cells, any other alpha goes to "other". One colour per algor
 from __future__ import annotations
 
 import json
+import textwrap
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +21,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import LogLocator, MaxNLocator
 
 from analysis.claims import CONTINUOUS, DISCRETE
 
@@ -44,8 +46,8 @@ FIGURES = (
                "var"),
     FigureSpec("fig5_simulated", "Figure 5: portfolio and robot pushing (log10 regret, 70% band)",
                ("portfolio-3-2", "robot-push-3-2"), (1, 2), "var"),
-    FigureSpec("fig_alpha0", "alpha -> 0: StableOpt and V-UCB (log10 worst-case regret, 70% band)", DISCRETE,
-               (2, 2), "worst_case"),
+    FigureSpec("fig_alpha0", "Worst-case target (the alpha -> 0 study; log10 worst-case regret, 70% band)",
+               DISCRETE, (2, 2), "worst_case"),
 )
 OTHER = "fig_other"
 
@@ -81,13 +83,196 @@ def assign_figures(bands: pd.DataFrame) -> pd.DataFrame:
     return panels
 
 
-def _series_label(algorithm: str, options: str, iterations: int, several_t: bool) -> str:
-    label = algorithm
-    if options != "{}":
-        label += " " + ",".join(f"{k}={v}" for k, v in json.loads(options).items())
-    if several_t:
-        label += f" T={iterations}"
-    return label
+# ---------------------------------------------------------------------------------------------------
+# series: one short label, colour, line style and marker per (algorithm, options), report-wide
+
+#: Option strings up to this many characters go into a legend label as they are; longer ones get a
+#: key (``[A]``) that the key table under the legend spells out.
+LABEL_OPTIONS_CHARS = 20
+_LINESTYLES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
+
+
+@dataclass(frozen=True)
+class SeriesStyle:
+    """How one series (an algorithm with its options) is drawn in every figure of a report."""
+
+    label: str  # short: the algorithm, then its options or their key
+    colour: str  # one per algorithm
+    linestyle: str  # "-" for the default options, another style per variant of the algorithm
+    marker: str  # one per series: coinciding lines still show every series' markers
+    key: str | None  # "[A]" when the options are in the key table, else None
+    options_text: str  # "name=value, ..." ("" for the default options)
+
+
+def options_text(options: str) -> str:
+    """``{"gp": "borisk", "beta": "authors"}`` (JSON) -> ``gp=borisk, beta=authors``."""
+    return ", ".join(f"{k}={v}" for k, v in json.loads(options).items())
+
+
+def series_styles(series: list[tuple[str, str]]) -> dict[tuple[str, str], SeriesStyle]:
+    """The style of every (algorithm, options JSON) of a report, in a stable order: the same inputs
+    give the same labels, keys and markers, whatever order they come in."""
+    ordered = sorted(dict.fromkeys(series), key=lambda s: (s[0], s[1] != "{}", s[1]))
+    palette = colours([a for a, _ in ordered])
+    styles: dict[tuple[str, str], SeriesStyle] = {}
+    variants: dict[str, int] = {}
+    keys = 0
+    for i, (algorithm, options) in enumerate(ordered):
+        text = options_text(options)
+        key = None
+        if not text:
+            label, linestyle = algorithm, _LINESTYLES[0]
+        else:
+            n = variants[algorithm] = variants.get(algorithm, 0) + 1
+            linestyle = _LINESTYLES[1 + (n - 1) % (len(_LINESTYLES) - 1)]
+            if len(text) <= LABEL_OPTIONS_CHARS:
+                label = f"{algorithm} {text}"
+            else:
+                key = f"[{_key_name(keys)}]"
+                keys += 1
+                label = f"{algorithm} {key}"
+        styles[algorithm, options] = SeriesStyle(label, palette[algorithm], linestyle,
+                                                 _MARKERS[i % len(_MARKERS)], key, text)
+    return styles
+
+
+def _key_name(i: int) -> str:
+    """A, B, ..., Z, AA, AB, ..."""
+    name = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        name = chr(ord("A") + r) + name
+    return name
+
+
+# ---------------------------------------------------------------------------------------------------
+# layout: panels on top, then one legend for the figure, then the key table; nothing outside
+
+
+#: Inches: figure margins around the legend and key block.
+_PAD_IN = 0.12
+LEGEND_FONTSIZE = 8
+KEY_FONTSIZE = 7.5
+
+
+def _legend_and_key(fig, handles: list, labels: list[str], key_lines: list[str], width_in: float,
+                    panels_height_in: float, suptitle: str) -> None:
+    """Put one legend for the whole figure and the key table under the panels, as many legend
+    columns as fit the width, grow the figure by the height they take, and lay the panels out in
+    the space above them. Every size is measured on the renderer, not guessed."""
+    renderer = fig.canvas.get_renderer()
+    dpi = fig.dpi
+    legend = None
+    for ncol in range(min(len(labels), 6), 0, -1):
+        if legend is not None:
+            legend.remove()
+        legend = fig.legend(handles, labels, loc="upper center", ncol=ncol, frameon=False,
+                            fontsize=LEGEND_FONTSIZE, handlelength=3.0, columnspacing=1.5)
+        if legend.get_window_extent(renderer).width / dpi <= width_in - 2 * _PAD_IN:
+            break
+    legend_h = legend.get_window_extent(renderer).height / dpi if labels else 0.0
+    key = None
+    key_h = 0.0
+    if key_lines:
+        chars = 200
+        while True:  # wrap the key table until it fits the width
+            text = "\n".join(line for k in key_lines
+                             for line in textwrap.wrap(k, chars, subsequent_indent="      "))
+            if key is not None:
+                key.remove()
+            key = fig.text(0.5, 0.0, text, ha="center", va="top", fontsize=KEY_FONTSIZE,
+                           family="monospace", multialignment="left")
+            extent = key.get_window_extent(renderer)
+            if extent.width / dpi <= width_in - 2 * _PAD_IN or chars <= 30:
+                break
+            chars = int(chars * (width_in - 2 * _PAD_IN) / (extent.width / dpi)) - 1
+        key_h = key.get_window_extent(renderer).height / dpi + _PAD_IN
+    bottom_in = legend_h + key_h + 2 * _PAD_IN
+    height = panels_height_in + bottom_in
+    fig.set_size_inches(width_in, height)
+    if legend is not None:
+        legend.set_bbox_to_anchor((0.5, (bottom_in - _PAD_IN / 2) / height), transform=fig.transFigure)
+    if key is not None:
+        key.set_position((0.5, (key_h + _PAD_IN / 2) / height))
+    if suptitle:
+        chars = len(suptitle)
+        while True:  # wrapped until it fits the width
+            title = fig.suptitle(textwrap.fill(suptitle, chars), fontsize=11)
+            title_in = title.get_window_extent(renderer).width / dpi
+            if title_in <= width_in - 2 * _PAD_IN or chars <= 20:
+                break
+            chars = int(chars * (width_in - 2 * _PAD_IN) / title_in) - 1
+    fig.tight_layout(rect=(0.0, bottom_in / height, 1.0, 1.0))
+
+
+def _drawn_tick_labels(axis) -> list:
+    """The tick labels ``axis`` draws: those of ticks inside its view interval (matplotlib keeps
+    labels of ticks outside it, undrawn)."""
+    low, high = sorted(axis.get_view_interval())
+    span = (high - low) * 1e-9
+    return [label for tick in axis.get_major_ticks() + axis.get_minor_ticks()
+            if low - span <= tick.get_loc() <= high + span
+            for label in (tick.label1, tick.label2) if label.get_visible() and label.get_text().strip()]
+
+
+def _texts(fig) -> list:
+    """Every text ``fig`` draws (titles, axis labels, drawn tick labels, legend entries, the key)."""
+    from matplotlib.text import Text
+
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    ticks = {id(t) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+             for tick in axis.get_major_ticks() + axis.get_minor_ticks() for t in (tick.label1, tick.label2)}
+    texts = [t for t in fig.findobj(Text) if id(t) not in ticks and t.get_visible() and t.get_text().strip()
+             and (t.axes is None or t.axes.get_visible())]
+    return texts + [t for ax in panels for axis in (ax.xaxis, ax.yaxis) for t in _drawn_tick_labels(axis)]
+
+
+def layout_problems(fig) -> list[str]:
+    """What a reader would see wrong in ``fig`` as drawn: a text (title, label, tick label, legend
+    entry, key line) outside the canvas, a figure legend over a panel, overlapping tick labels of an
+    axis. Empty when none."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    canvas = fig.bbox
+    problems = []
+    for text in _texts(fig):
+        box = text.get_window_extent(renderer)
+        if (box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1 or box.x1 > canvas.x1 + 1
+                or box.y1 > canvas.y1 + 1):
+            problems.append(f"text {text.get_text()[:40]!r} lies outside the canvas")
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    for legend in fig.legends:
+        box = legend.get_window_extent(renderer)
+        for ax in panels:
+            if box.overlaps(ax.get_window_extent(renderer)):
+                problems.append(f"the figure legend covers the panel {ax.get_title()[:40]!r}")
+    for ax in panels:
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = _drawn_tick_labels(axis)
+            boxes = [t.get_window_extent(renderer) for t in labels]
+            for i in range(len(boxes) - 1):
+                for j in range(i + 1, len(boxes)):
+                    if boxes[i].overlaps(boxes[j]):
+                        problems.append(f"tick labels {labels[i].get_text()!r} and {labels[j].get_text()!r} "
+                                        f"of {ax.get_title()[:40]!r} overlap")
+    return problems
+
+
+def _save(fig, out: Path, name: str) -> dict[str, Path]:
+    problems = layout_problems(fig)
+    if problems:  # drawn anyway (a figure is better than none); the tests keep this empty
+        warnings.warn(f"{name}: " + "; ".join(problems[:3]), stacklevel=2)
+    paths = {"png": out / f"{name}.png", "pdf": out / f"{name}.pdf"}
+    fig.savefig(paths["png"], dpi=110)
+    fig.savefig(paths["pdf"])
+    plt.close(fig)
+    return paths
+
+
+# ---------------------------------------------------------------------------------------------------
+# regret figures
 
 
 def regret_label(target: str, best_found: bool = False) -> str:
@@ -97,89 +282,136 @@ def regret_label(target: str, best_found: bool = False) -> str:
     return label + " vs best found in folder" if best_found else label
 
 
-def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str, palette: dict[str, str],
-                show_alpha: bool, ylabel: str | None = None) -> None:
+def _seeds_text(counts: list[int]) -> str:
+    low, high = min(counts), max(counts)
+    return f"n={low}" if low == high else f"n={low}-{high}"
+
+
+def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str,
+                styles: dict[tuple[str, str], SeriesStyle], show_alpha: bool, ylabel: str | None = None
+                ) -> dict[tuple[str, str, int | None], object]:
+    """Draw one panel; returns its lines by series (algorithm, options, iterations), iterations None
+    unless the panel has the series at several numbers of iterations."""
     panel = bands.loc[(bands["problem"] == problem) & (bands["alpha"] == alpha) & (bands["target"] == target)]
-    several_t = panel["iterations"].nunique() > 1
-    linestyles = ["-", "--", ":", "-."]
-    for i, ((algorithm, options, iterations), series) in enumerate(
-            panel.groupby(["algorithm", "options", "iterations"], sort=True)):
-        colour = palette[algorithm]
-        style = linestyles[0] if options == "{}" else linestyles[1 + i % 3]
+    groups = list(panel.groupby(["algorithm", "options", "iterations"], sort=True))
+    lines: dict[tuple[str, str, int | None], object] = {}
+    seeds, floors = [], []
+    for i, ((algorithm, options, iterations), series) in enumerate(groups):
+        style = styles[algorithm, options]
         last = series.iloc[-1]
-        label = _series_label(algorithm, options, iterations, several_t) + f" (n={int(last['n_seeds'])}"
+        seeds.append(int(last["n_seeds"]))
         if last["n_floor"]:
-            label += f", {int(last['n_floor'])} at floor"
-        label += ")"
+            floors.append(f"{style.label} {int(last['n_floor'])}")
         it = series["iteration"].to_numpy()
-        # StableOpt wider and underneath: at alpha -> 0 V-UCB's curve may coincide with it exactly (C7)
-        wide = algorithm == "stableopt"
-        ax.plot(it, series["mean"].to_numpy(), color=colour, linestyle=style, label=label,
-                linewidth=4.0 if wide else 1.5, alpha=0.6 if wide else 1.0, zorder=1.5 if wide else 2.5)
-        ax.fill_between(it, series["lower"].to_numpy(), series["upper"].to_numpy(), color=colour, alpha=0.2,
-                        linewidth=0)
+        # markers a few per line, each series at its own offset: lines that coincide (StableOpt and
+        # V-UCB at alpha -> 0, C7) still show every series
+        every = max(1, len(it) // 6)
+        offset = (i * every) // max(1, len(groups))
+        several_t = (panel.loc[(panel["algorithm"] == algorithm) & (panel["options"] == options),
+                               "iterations"].nunique() > 1)
+        lines[algorithm, options, int(iterations) if several_t else None] = ax.plot(
+            it, series["mean"].to_numpy(), color=style.colour, linestyle=style.linestyle,
+            marker=style.marker, markevery=(offset, every), markersize=5, markerfacecolor="none",
+            linewidth=1.5)[0]
+        ax.fill_between(it, series["lower"].to_numpy(), series["upper"].to_numpy(), color=style.colour,
+                        alpha=0.15, linewidth=0)
     title = problem + (f", alpha={alpha:.4g}" if show_alpha else "")
-    ax.set_title(title, fontsize=10)
+    if seeds:
+        title += f" ({_seeds_text(seeds)})"
+    if floors:  # the rest of a series' seeds are above the floor: its mean is not the floor
+        title += "\n" + textwrap.fill("at the floor at the end: " + ", ".join(floors), 70)
+    ax.set_title(title, fontsize=9)
     ax.set_xlabel("iteration")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(ylabel or regret_label(target))
-    # below the axes: inside, a legend hides the curves of short or noisy runs
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax.grid(True, alpha=0.3)
+    return lines
 
 
 def _empty_panel(ax, problem: str) -> None:
-    ax.set_title(problem, fontsize=10)
+    ax.set_title(problem, fontsize=9)
     ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes, color="grey")
     ax.set_xticks([])
     ax.set_yticks([])
 
 
-def _save(fig, out: Path, name: str) -> dict[str, Path]:
-    fig.tight_layout()
-    paths = {"png": out / f"{name}.png", "pdf": out / f"{name}.pdf"}
-    fig.savefig(paths["png"], dpi=110)
-    fig.savefig(paths["pdf"])
-    plt.close(fig)
-    return paths
+def _legend_entries(lines: dict[tuple[str, str, int | None], object],
+                    styles: dict[tuple[str, str], SeriesStyle]) -> tuple[list, list[str], list[str]]:
+    """One legend entry per series drawn anywhere in a figure (with ``T=`` where a panel has the
+    series at several numbers of iterations), and the key table lines of those series."""
+    handles, labels, key_lines = [], [], []
+    for (algorithm, options, iterations), line in sorted(
+            lines.items(), key=lambda kv: (kv[0][0], kv[0][1] != "{}", kv[0][1], kv[0][2] or -1)):
+        style = styles[algorithm, options]
+        handles.append(line)
+        labels.append(style.label + ("" if iterations is None else f" T={iterations}"))
+        if style.key and f"{style.key} {algorithm}: {style.options_text}" not in key_lines:
+            key_lines.append(f"{style.key} {algorithm}: {style.options_text}")
+    return handles, labels, key_lines
 
 
-def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, palette: dict[str, str], out: Path,
-                   best_found: frozenset[tuple[str, float, str]] = frozenset()
+PANEL_SIZE_IN = (5.2, 3.9)
+
+
+def _regret_figure(keys: list[tuple[str, float, str] | None], titles: list[str], shape: tuple[int, int],
+                   bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle], show_alpha: bool,
+                   ylabels: list[str | None], title: str):
+    """A figure of regret panels (``None`` keys are drawn "not run" with their title) with one
+    legend and key table for all of them."""
+    rows, cols = shape
+    width, height = PANEL_SIZE_IN[0] * cols, PANEL_SIZE_IN[1] * rows + 0.4
+    fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
+    lines: dict[tuple[str, str, int | None], object] = {}
+    for ax, key, name, ylabel in zip(axes.flat, keys, titles, ylabels, strict=False):
+        if key is None:
+            _empty_panel(ax, name)
+        else:
+            lines.update(_draw_panel(ax, bands, *key, styles, show_alpha=show_alpha, ylabel=ylabel))
+    for ax in list(axes.flat)[len(keys):]:
+        ax.set_visible(False)
+    handles, labels, key_lines = _legend_entries(lines, styles)
+    _legend_and_key(fig, handles, labels, key_lines, width, height, title)
+    return fig
+
+
+def figure_title(spec: FigureSpec, algorithms: list[str]) -> str:
+    """The title of a paper figure as drawn: the worst-case figure names the methods it shows (it is
+    the alpha -> 0 study only where they ran below the smallest mass, which its panels' alphas say)."""
+    if spec.target != "worst_case":
+        return spec.title
+    shown = ", ".join(sorted(set(algorithms))) or "no cells"
+    return f"Worst-case target (the alpha -> 0 study): {shown} (log10 worst-case regret, 70% band)"
+
+
+def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle],
+                   out: Path, best_found: frozenset[tuple[str, float, str]] = frozenset()
                    ) -> list[tuple[str, str, dict[str, Path]]]:
     """Draw every figure; returns (name, title, paths) of each. Paper figures are always drawn (panels
     without results say "not run"); "other" only when it has panels. Panels whose (problem, alpha,
     target) is in ``best_found`` have their regret against the best value found, and say so."""
     drawn = []
     for spec in FIGURES:
-        rows, cols = spec.shape
-        fig, axes = plt.subplots(rows, cols, figsize=(5.6 * cols, 4.6 * rows), squeeze=False)
         mine = panels.loc[panels["figure"] == spec.name]
-        for position, problem in enumerate(spec.problems):
-            ax = axes.flat[position]
+        keys: list[tuple[str, float, str] | None] = []
+        for position in range(len(spec.problems)):
             hit = mine.loc[mine["position"] == position]
-            if hit.empty:
-                _empty_panel(ax, problem)
-            else:
-                p = hit.iloc[0]
-                key = (p["problem"], p["alpha"], p["target"])
-                _draw_panel(ax, bands, *key, palette, show_alpha=spec.target == "worst_case",
-                            ylabel=regret_label(p["target"], key in best_found))
-        fig.suptitle(spec.title, fontsize=11)
-        drawn.append((spec.name, spec.title, _save(fig, out, spec.name)))
+            keys.append(None if hit.empty else
+                        (hit.iloc[0]["problem"], float(hit.iloc[0]["alpha"]), hit.iloc[0]["target"]))
+        ylabels = [None if k is None else regret_label(k[2], k in best_found) for k in keys]
+        shown = bands.loc[bands["figure"] == spec.name, "algorithm"].unique().tolist() \
+            if "figure" in bands else []
+        title = figure_title(spec, shown)
+        fig = _regret_figure(keys, list(spec.problems), spec.shape, bands, styles,
+                             spec.target == "worst_case", ylabels, title)
+        drawn.append((spec.name, title, _save(fig, out, spec.name)))
     other = panels.loc[panels["figure"] == OTHER].sort_values("position")
     if not other.empty:
         n = len(other)
         cols = min(3, n)
-        rows = int(np.ceil(n / cols))
-        fig, axes = plt.subplots(rows, cols, figsize=(5.6 * cols, 4.6 * rows), squeeze=False)
-        for ax, p in zip(axes.flat, other.itertuples(), strict=False):
-            _draw_panel(ax, bands, p.problem, p.alpha, p.target, palette, show_alpha=True,
-                        ylabel=regret_label(p.target, (p.problem, p.alpha, p.target) in best_found))
-        for ax in list(axes.flat)[n:]:
-            ax.set_visible(False)
+        keys = [(p.problem, float(p.alpha), p.target) for p in other.itertuples()]
         title = "Other settings (log10 regret or worst-case regret, 70% band)"
-        fig.suptitle(title, fontsize=11)
+        fig = _regret_figure(keys, [k[0] for k in keys], (int(np.ceil(n / cols)), cols), bands, styles, True,
+                             [regret_label(k[2], k in best_found) for k in keys], title)
         drawn.append((OTHER, title, _save(fig, out, OTHER)))
     return drawn
 
@@ -187,59 +419,63 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, palette: dict[str,
 BEST_VALUE = "fig_best_value"
 
 
-def value_figure(bands: pd.DataFrame, palette: dict[str, str], out: Path) -> tuple[str, str, dict[str, Path]]:
+def value_figure(bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle], out: Path
+                 ) -> tuple[str, str, dict[str, Path]]:
     """One panel per (problem, alpha, target) of ``bands`` (of the true value of the recommendation,
     :func:`analysis.bands.band_table` with ``value="achieved"``): the mean true VaR (or worst case)
     with its 70 % band, for the problems whose optimum is unknown."""
-    keys = bands[["problem", "alpha", "target"]].drop_duplicates().sort_values(["problem", "alpha", "target"])
+    columns = ["problem", "alpha", "target"]
+    found = bands[columns].drop_duplicates().sort_values(columns)
+    keys = [(k.problem, float(k.alpha), k.target) for k in found.itertuples()]
     n = len(keys)
     cols = min(3, n)
-    rows = int(np.ceil(n / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(max(7.0, 5.6 * cols), 4.6 * rows), squeeze=False)
-    for ax, k in zip(axes.flat, keys.itertuples(), strict=False):
-        _draw_panel(ax, bands, k.problem, k.alpha, k.target, palette, show_alpha=True,
-                    ylabel="true VaR of the recommendation" if k.target == "var"
-                    else "true worst case of the recommendation")
-    for ax in list(axes.flat)[n:]:
-        ax.set_visible(False)
     title = "Unknown optimum: true value of the recommendation (70% band)"
-    fig.suptitle(title, fontsize=11)
+    fig = _regret_figure(keys, [k[0] for k in keys], (int(np.ceil(n / cols)), cols), bands, styles, True,
+                         ["true VaR of the recommendation" if k[2] == "var"
+                          else "true worst case of the recommendation" for k in keys], title)
     return BEST_VALUE, title, _save(fig, out, BEST_VALUE)
 
 
-def timing_figure(timing: pd.DataFrame, palette: dict[str, str], out: Path
+def timing_figure(timing: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle], out: Path
                   ) -> tuple[str, str, dict[str, Path]]:
     """Median and interquartile range of per-iteration acquisition and fit time, and total cell time,
-    per problem and algorithm, on a log scale."""
+    per problem and series, on a log scale; one legend under the three panels."""
     several_alphas = timing.groupby("problem")["alpha"].transform("nunique") > 1
     alpha_text = timing["alpha"].map(lambda a: f", alpha={a:.3g}")
     timing = timing.assign(label=timing["problem"] + np.where(several_alphas, alpha_text, "")
-                           + np.where(timing["target"] == "worst_case", ", worst-case target", ""))
+                           + np.where(timing["target"] == "worst_case", ", worst case", ""))
     labels = list(dict.fromkeys(timing.sort_values(["target", "problem"])["label"]))
-    series = list(dict.fromkeys(zip(timing["algorithm"], timing["options"], strict=True)))
-    fig, axes = plt.subplots(1, 3, figsize=(16, 0.45 * max(len(labels), 4) + 1.8), squeeze=False)
-    width = 0.8 / max(len(series), 1)
+    series = sorted(dict.fromkeys(zip(timing["algorithm"], timing["options"], strict=True)),
+                    key=lambda s: (s[0], s[1] != "{}", s[1]))
+    width = 16.0
+    panels_height = 0.32 * max(len(labels), 3) * max(1.0, len(series) / 4) + 1.4
+    fig, axes = plt.subplots(1, 3, figsize=(width, panels_height), squeeze=False)
+    step = 0.8 / max(len(series), 1)
+    handles = []
     for ax, prefix, name in zip(axes.flat, ("acq_s", "fit_s", "total_s"),
                                 ("acquisition time per iteration [s]", "GP fit time per iteration [s]",
                                  "total cell time [s]"), strict=True):
-        for k, (algorithm, options) in enumerate(series):
-            rows = timing.loc[(timing["algorithm"] == algorithm) & (timing["options"] == options)]
+        handles = []
+        for k, key in enumerate(series):
+            style = styles[key]
+            rows = timing.loc[(timing["algorithm"] == key[0]) & (timing["options"] == key[1])]
             rows = rows.groupby("label").median(numeric_only=True)  # several alphas/T of one label
-            y = np.array([labels.index(lab) for lab in rows.index]) - 0.4 + width * (k + 0.5)
+            y = np.array([labels.index(lab) for lab in rows.index]) - 0.4 + step * (k + 0.5)
             med = rows[f"{prefix}_median"].to_numpy()
             err = np.vstack([med - rows[f"{prefix}_q25"].to_numpy(), rows[f"{prefix}_q75"].to_numpy() - med])
-            label = algorithm if options == "{}" else f"{algorithm} {options}"
-            ax.errorbar(med, y, xerr=np.clip(err, 0, None), fmt="o", color=palette[algorithm], label=label,
-                        markersize=4, capsize=2)
+            handles.append(ax.errorbar(med, y, xerr=np.clip(err, 0, None), fmt=style.marker,
+                                       color=style.colour, markersize=4, capsize=2, linestyle="none"))
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(numticks=6))
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels if ax is axes.flat[0] else [""] * len(labels), fontsize=8)
-        ax.invert_yaxis()
+        ax.set_ylim(len(labels) - 0.5, -0.5)
         ax.set_xlabel(name)
         ax.grid(True, alpha=0.3, which="both", axis="x")
-    axes.flat[0].legend(fontsize=7, loc="lower right")
+    key_lines = list(dict.fromkeys(f"{styles[s].key} {s[0]}: {styles[s].options_text}"
+                                   for s in series if styles[s].key))
     title = "Timing: median and interquartile range (log scale)"
-    fig.suptitle(title, fontsize=11)
+    _legend_and_key(fig, handles, [styles[s].label for s in series], key_lines, width, panels_height, title)
     return "fig_timing", title, _save(fig, out, "fig_timing")
 
 
@@ -284,4 +520,5 @@ def complexity_figure(points: pd.DataFrame, slopes: pd.DataFrame, out: Path, nam
             if fixed_values:
                 ax.legend(fontsize=6, title="slope [95% CI]", title_fontsize=6)
     fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
     return name, title, _save(fig, out, name)

@@ -56,10 +56,11 @@ from analysis.data import (
     with_log_regret,
 )
 from analysis.figures import (
+    FIGURES,
     assign_figures,
-    colours,
     complexity_figure,
     regret_figures,
+    series_styles,
     timing_figure,
     value_figure,
 )
@@ -68,6 +69,7 @@ from analysis.timing import ratio_table, timing_table
 from harness.results import location, read_timings
 
 EXIT_NEGATIVE_REGRET = 1
+FIGURE_NAMES = frozenset(spec.name for spec in FIGURES)
 EXIT_USAGE = 2
 
 
@@ -85,17 +87,31 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
+def _slug(text: str) -> str:
+    """A heading's anchor as GitHub renders Markdown ones: lower case, spaces to hyphens, only
+    letters, digits, hyphens and underscores kept."""
+    return "".join(c for c in text.lower().replace(" ", "-") if c.isalnum() or c in "-_")
+
+
 class Document:
-    """A report written once and rendered as Markdown and as self-contained HTML."""
+    """A report written once and rendered as Markdown and as self-contained HTML, with a table of
+    contents of its second-level headings where :meth:`contents` is called."""
 
     def __init__(self, title: str) -> None:
         self.md: list[str] = [f"# {title}", ""]
         self.html: list[str] = [f"<h1>{html.escape(title)}</h1>"]
         self.title = title
+        self.headings: list[tuple[int, str]] = []
+        self._toc: tuple[int, int] | None = None  # where the contents go in md and html
+
+    def contents(self) -> None:
+        """The table of contents goes here (filled in by :meth:`write`)."""
+        self._toc = (len(self.md), len(self.html))
 
     def heading(self, text: str, level: int = 2) -> None:
+        self.headings.append((level, text))
         self.md += [f"{'#' * level} {text}", ""]
-        self.html.append(f"<h{level}>{html.escape(text)}</h{level}>")
+        self.html.append(f'<h{level} id="{_slug(text)}">{html.escape(text)}</h{level}>')
 
     def para(self, text: str) -> None:
         self.md += [text, ""]
@@ -126,15 +142,23 @@ class Document:
                          f"<figcaption>{html.escape(title)}</figcaption></figure>")
 
     def write(self, out: Path) -> tuple[Path, Path]:
+        md, body = list(self.md), list(self.html)
+        if self._toc is not None:
+            shown = [(level, text) for level, text in self.headings if level == 2]
+            md[self._toc[0]:self._toc[0]] = (["**Contents**", ""]
+                                             + [f"- [{t}](#{_slug(t)})" for _, t in shown] + [""])
+            body.insert(self._toc[1], "<nav><b>Contents</b><ul>" + "".join(
+                f'<li><a href="#{_slug(t)}">{html.escape(t)}</a></li>' for _, t in shown) + "</ul></nav>")
         md_path, html_path = out / "report.md", out / "report.html"
-        md_path.write_text("\n".join(self.md))
+        md_path.write_text("\n".join(md))
         style = ("body{font-family:sans-serif;max-width:1200px;margin:auto;padding:1em}"
                  "table{border-collapse:collapse;font-size:12px;margin:0.5em 0}"
-                 "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
-                 "th{background:#eee}img{max-width:100%}")
+                 "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}"
+                 "th{background:#eee}img{max-width:100%}nav{background:#f6f6f6;padding:0.3em 1em}"
+                 "nav ul{margin:0.2em 0}")
         title = html.escape(self.title)
         html_path.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>"
-                             f"<style>{style}</style></head><body>{''.join(self.html)}</body></html>")
+                             f"<style>{style}</style></head><body>{''.join(body)}</body></html>")
         return md_path, html_path
 
 
@@ -205,15 +229,15 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     finals[["problem", "algorithm", "options", "alpha", "target", "iterations", "seed", "iteration", "regret",
             "regret_basis", "at_floor", "log10_regret"]].to_csv(paths["final_regret.csv"], index=False)
 
-    palette = colours(sorted(frame["algorithm"].unique()))
+    styles = series_styles(list(zip(frame["algorithm"], frame["options"], strict=True)))
     unknown = frame.loc[frame["regret_basis"] == BEST_FOUND]
     best_found = frozenset(unknown[["problem", "alpha", "target"]].itertuples(index=False, name=None))
-    figures = regret_figures(bands, panels, palette, out, best_found)
+    figures = regret_figures(bands, panels, styles, out, best_found)
     if not unknown.empty:  # their true values, which do not depend on what else is in the folder
         achieved = unknown.assign(achieved=np.where(unknown["target"] == "var", unknown["var_rec"],
                                                     unknown["worst_rec"]))
-        figures.append(value_figure(band_table(achieved, value="achieved"), palette, out))
-    figures.append(timing_figure(timing, palette, out))
+        figures.append(value_figure(band_table(achieved, value="achieved"), styles, out))
+    figures.append(timing_figure(timing, styles, out))
     for name, _, fig_paths in figures:
         paths[f"{name}.png"], paths[f"{name}.pdf"] = fig_paths["png"], fig_paths["pdf"]
     _document(doc, results, frame, bands, panels, claims, verdicts, timing, ratios, status, figures, floor,
@@ -275,50 +299,27 @@ def _document(doc, results, frame, bands, panels, claims, verdicts, timing, rati
              f" ({status['n_grid_cells']} cells listed); completed {status['n_done']}, "
              f"failed {status['n_failed']}, missing {status['n_missing']}.")
 
-    doc.heading("Claims")
-    doc.para(
-        f"Tests: paired by seed (initial designs and noise are shared per (problem, seed)), on two "
-        f"statistics of each cell's log10 regret (regret floored at {floor:g}): 'final', the last "
-        f"iteration's (the paper's), and 'last10', the mean over the last {claims_module.LAST_ITERATIONS} "
-        f"iterations (less noisy). 'A beats B': one-sided Wilcoxon signed-rank test, reproduced if "
-        f"p < {SIGNIFICANCE}; not reproduced if B is significantly lower or the two are equivalent. "
-        f"'On par': equivalence within +-{EQUIVALENCE_MARGIN} log10 units (a factor of "
-        f"{10 ** EQUIVALENCE_MARGIN:.2f}) by two one-sided Wilcoxon signed-rank tests (TOST), reproduced "
-        f"if p < {SIGNIFICANCE}; not reproduced only if non-equivalence at the margin is shown (one-sided "
-        f"tests of d - margin > 0 or d + margin < 0, Bonferroni over the two directions). Fewer than "
-        f"{MIN_SEEDS} paired seeds: inconclusive. C7 compares the stored queries (x, z) of every "
-        f"iteration (tolerance {QUERY_TOLERANCE:g}). C8 compares per-cell median acquisition time "
-        f"(t_acq_s). No correction for multiple sub-claims; each p-value is reported. 'verdict' is the "
-        f"paper's configuration ('default': no algorithm option, the paper's GP); every other "
-        f"configuration found in the folder is a variant (its non-default settings, e.g. gp=borisk, "
-        f"beta=authors, rhokg-apx-released), tested the same way; 'changes' lists where a variant or "
-        f"the second statistic gives another verdict on the sub-claims it covers, 'flipped' whether one "
-        f"turns reproduced into not reproduced or back.")
-    doc.table(verdicts)
-    doc.heading("What the verdicts say", 3)
-    doc.bullets(conclusions(verdicts))
-    sensitivity = claims_module.sensitivity_table(claims)
-    if len(sensitivity) > 1:  # a variant beside the default
-        doc.heading("Sensitivity: the verdict of each sub-claim under each variant", 3)
-        doc.para("Each entry: verdict by the final / by the last-10 statistic; yes = reproduced, NO = not "
-                 "reproduced, ? = inconclusive, - = not run.")
-        doc.table(sensitivity)
-    doc.heading("Every sub-claim", 3)
-    shown = claims[["claim", "problem", "comparison", "statistic", "variant", "verdict", "n_seeds", "p_value",
-                    "effect", "test", "data", "note"]]
-    doc.table(shown)
+    doc.contents()
 
     doc.heading("Regret curves")
     doc.para(
         f"Mean over seeds of log10 regret per iteration (iteration 0 is the initial design) with the "
         f"{BAND_LEVEL:.0%} two-sided confidence band of the mean, mean +- t(0.85, n-1) sd / sqrt(n). "
         f"Regret is the current recommendation's (not best-so-far). Regret <= {floor:g} (the optimum "
-        f"reached) is set to {floor:g} (log10 = {np.log10(floor):.0f}); the legend gives the seeds at the "
-        f"floor at the last iteration, bands.csv at every iteration. Regret below -{NEGATIVE_TOLERANCE:g} "
-        f"stops the report. The alpha -> 0 figure uses the worst-case target max_x min_z f(x, z).")
+        f"reached) is set to {floor:g} (log10 = {np.log10(floor):.0f}). Each panel's title gives the "
+        f"seeds (n) and, where any, the seeds at the floor at the last iteration (bands.csv: at every "
+        f"iteration). Lines that coincide are told apart by their markers; options too long for the "
+        f"legend are spelled out in the key under it. Regret below -{NEGATIVE_TOLERANCE:g} stops the "
+        f"report. The worst-case figure uses the worst-case target max_x min_z f(x, z): the alpha -> 0 "
+        f"study where its panels' alpha lies below the smallest mass of Z.")
+    drawn = set(panels["figure"])
+    empty = [title.split(" (")[0] for name, title, _ in figures if name in FIGURE_NAMES and name not in drawn]
     for name, title, fig_paths in figures:
-        if name != "fig_timing":
+        if name != "fig_timing" and (name not in FIGURE_NAMES or name in drawn):
             doc.figure(title, fig_paths["png"], fig_paths["pdf"])
+    if empty:  # drawn all the same (every panel "not run"), for a folder that fills them later
+        doc.para("No cell of this folder belongs to " + "; ".join(empty) + " (their files show empty "
+                 "panels).")
     doc.heading("Final iteration", 3)
     doc.table(final_band_summary(bands))
     if not bounds.empty:
@@ -343,6 +344,16 @@ def _document(doc, results, frame, bands, panels, claims, verdicts, timing, rati
                  .reset_index())
         doc.table(basis)
 
+    doc.heading("Claims")
+    doc.para("The paper's claims C1-C8 and whether this folder reproduces them in the paper's "
+             "configuration, by the last iteration's regret ('verdict') and by the mean over the last "
+             f"{claims_module.LAST_ITERATIONS} iterations ('verdict_last10'); 'flipped': whether a variant "
+             "in the folder (another GP, beta, rho-KG^apx as released, ...) turns a verdict around. How "
+             "each is tested, the variants and every sub-claim: 'Claims in detail' below.")
+    doc.table(verdicts[["claim", "statement", "verdict", "verdict_last10", "sub-claims", "flipped"]])
+    doc.heading("What the verdicts say", 3)
+    doc.bullets(conclusions(verdicts))
+
     doc.heading("Timing")
     doc.para("Per-iteration times over iterations >= 1 (median and interquartile range, seconds); total "
              "cell time = the sum of t_fit_s, t_acq_s, t_rec_s and t_eval_s over a cell's rows (median and "
@@ -351,7 +362,42 @@ def _document(doc, results, frame, bands, panels, claims, verdicts, timing, rati
     doc.figure(title, fig_paths["png"], fig_paths["pdf"])
     doc.table(timing)
     doc.heading("rho-KG^apx / V-UCB", 3)
-    doc.table(ratios, empty="No problem has both rho-KG^apx and V-UCB cells.")
+    doc.table(ratios, empty="No problem has both rho-KG^apx and V-UCB cells (of any options).")
+
+    doc.heading("Claims in detail")
+    doc.para(
+        f"Tests: paired by seed (initial designs and noise are shared per (problem, seed)), on two "
+        f"statistics of each cell's log10 regret (regret floored at {floor:g}): 'final', the last "
+        f"iteration's (the paper's), and 'last10', the mean over the last {claims_module.LAST_ITERATIONS} "
+        f"iterations (less noisy). 'A beats B': one-sided Wilcoxon signed-rank test, reproduced if "
+        f"p < {SIGNIFICANCE}; not reproduced if B is significantly lower or the two are equivalent. "
+        f"'On par': equivalence within +-{EQUIVALENCE_MARGIN} log10 units (a factor of "
+        f"{10 ** EQUIVALENCE_MARGIN:.2f}) by two one-sided Wilcoxon signed-rank tests (TOST), reproduced "
+        f"if p < {SIGNIFICANCE}; not reproduced only if non-equivalence at the margin is shown (one-sided "
+        f"tests of d - margin > 0 or d + margin < 0, Bonferroni over the two directions). Fewer than "
+        f"{MIN_SEEDS} paired seeds: inconclusive. C7 compares the stored queries (x, z) of every "
+        f"iteration (tolerance {QUERY_TOLERANCE:g}). C8 compares per-cell median acquisition time "
+        f"(t_acq_s). No correction for multiple sub-claims; each p-value is reported. 'verdict' is the "
+        f"paper's configuration ('default': no algorithm option, the paper's GP); every other "
+        f"configuration found in the folder is a variant (its non-default settings, e.g. gp=borisk, "
+        f"beta=authors, rhokg-apx-released), tested the same way; 'changes' lists where a variant or "
+        f"the second statistic gives another verdict on the sub-claims it covers, 'flipped' whether one "
+        f"turns reproduced into not reproduced or back.")
+    changed = [(row.claim, change) for row in verdicts.itertuples(index=False) if row.changes
+               for change in row.changes.split("; ")]
+    if changed:
+        doc.heading("Where variants change a verdict", 3)
+        doc.table(pd.DataFrame(changed, columns=["claim", "variant on problem: verdict changes"]))
+    sensitivity = claims_module.sensitivity_table(claims)
+    if len(sensitivity) > 1:  # a variant beside the default
+        doc.heading("Sensitivity: the verdict of each sub-claim under each variant", 3)
+        doc.para("Each entry: verdict by the final / by the last-10 statistic; yes = reproduced, NO = not "
+                 "reproduced, ? = inconclusive, - = not run.")
+        doc.table(sensitivity)
+    doc.heading("Every sub-claim", 3)
+    shown = claims[["claim", "problem", "comparison", "statistic", "variant", "verdict", "n_seeds", "p_value",
+                    "effect", "test", "data", "note"]]
+    doc.table(shown)
 
     doc.heading("Provenance")
     doc.bullets([
@@ -388,7 +434,9 @@ def conclusions(verdicts: pd.DataFrame) -> list[str]:
         if row.verdict_last10 and row.verdict_last10 != row.verdict:
             text += f" ({row.verdict_last10} by the mean of the last iterations)"
         if row.changes:
-            text += ("; a variant FLIPS it: " if row.flipped else "; variants change it: ") + row.changes
+            n = len(row.changes.split("; "))
+            text += (f"; {n} variant(s) change it" + (", and one FLIPS it" if row.flipped else "")
+                     + " (Claims in detail: where variants change a verdict)")
         elif row.verdict != claims_module.NOT_RUN:
             text += "; no variant in the folder changes it"
         if row.where_default_not_run:

@@ -7,11 +7,14 @@ the work of the BO loop, without process start-up, imports or Ray scheduling.
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from analysis.data import CELL_KEYS, SERIES_KEYS
 
 RHOKG = "rhokg-apx"
+RHOKG_ALGORITHMS = ("rhokg-apx", "rhokg-apx-released")
 VUCB = ("vucb-unif", "vucb-prob")
 _TIMINGS = ["t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"]
 
@@ -40,16 +43,29 @@ def timing_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def ratio_table(timing: pd.DataFrame) -> pd.DataFrame:
-    """rho-KG^apx / V-UCB ratios of the medians, per problem, alpha, iterations and V-UCB variant
-    (default options only). Empty when no problem has both."""
-    base = timing.loc[timing["options"] == "{}"]
+    """rho-KG^apx / V-UCB ratios of the medians, per problem, alpha, iterations, rho-KG^apx series
+    (``rhokg``: rhokg-apx or rhokg-apx-released with its options, any) and V-UCB variant (default
+    options; every V-UCB series where a problem has none with default options). Empty when no
+    problem has both."""
     keys = ["problem", "alpha", "target", "iterations"]
-    kg = base.loc[base["algorithm"] == RHOKG]
-    vucb = base.loc[base["algorithm"].isin(VUCB)]
+    kg = timing.loc[timing["algorithm"].isin(RHOKG_ALGORITHMS)]
+    vucb = timing.loc[timing["algorithm"].isin(VUCB)]
+    has_default = vucb.loc[vucb["options"] == "{}", keys].drop_duplicates().assign(_default=True)
+    vucb = vucb.merge(has_default, on=keys, how="left")
+    vucb = vucb.loc[(vucb["options"] == "{}") | vucb["_default"].isna()].drop(columns="_default")
     merged = vucb.merge(kg, on=keys, suffixes=("", "_kg"))
-    out = merged[[*keys, "algorithm"]].rename(columns={"algorithm": "vucb"}).copy()
+    out = merged[keys].copy()
+    out["rhokg"] = [_series_name(a, o) for a, o in zip(merged["algorithm_kg"], merged["options_kg"],
+                                                       strict=True)]
+    out["vucb"] = [_series_name(a, o) for a, o in zip(merged["algorithm"], merged["options"], strict=True)]
     for prefix in ("acq_s", "fit_s", "total_s"):
         out[f"{prefix.split('_')[0]}_ratio"] = merged[f"{prefix}_median_kg"] / merged[f"{prefix}_median"]
     out["n_cells_vucb"] = merged["n_cells"]
     out["n_cells_kg"] = merged["n_cells_kg"]
-    return out.reset_index(drop=True)
+    return out.sort_values([*keys, "rhokg", "vucb"]).reset_index(drop=True)
+
+
+def _series_name(algorithm: str, options: str) -> str:
+    """``rhokg-apx`` or ``rhokg-apx (gp=borisk, maxiter=100)``."""
+    text = ", ".join(f"{k}={v}" for k, v in json.loads(options).items())
+    return f"{algorithm} ({text})" if text else algorithm

@@ -1,8 +1,26 @@
-"""Panel placement and colours: the paper's layout, extra settings kept, one colour per algorithm."""
+"""Panel placement, colours and what a reader sees: the paper's layout, extra settings kept, one colour
+per algorithm, labels and legends inside the canvas, coinciding lines told apart."""
 
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+import pytest
 
-from analysis.figures import OTHER, assign_figures, colours
+from analysis import figures as figures_module
+from analysis.figures import (
+    FIGURES,
+    LABEL_OPTIONS_CHARS,
+    OTHER,
+    assign_figures,
+    colours,
+    layout_problems,
+    regret_figures,
+    series_styles,
+    timing_figure,
+)
 
 
 def _bands(rows: list[tuple[str, float, str, int]]) -> pd.DataFrame:
@@ -35,3 +53,129 @@ def test_one_colour_per_algorithm_whatever_the_set() -> None:
     many = colours(["random", "rhokg-apx", "stableopt", "vucb-prob", "vucb-unif", "mine", "yours"])
     assert few["vucb-prob"] == many["vucb-prob"] and few["rhokg-apx"] == many["rhokg-apx"]
     assert len(set(many.values())) == len(many)
+
+
+# ---------------------------------------------------------------------------------------------------
+# what a reader sees: labels, legends and keys inside the canvas, coinciding lines told apart
+
+LONG = json.dumps({"gp": "borisk", "maxiter": 100, "raw_per_restart": 10, "restarts_per_dim": 2,
+                   "num_fantasies": 10, "tts_frequency": 10})
+SERIES = [("vucb-unif", "{}"), ("vucb-prob", "{}"), ("rhokg-apx", "{}"), ("random", "{}"),
+          ("vucb-prob", json.dumps({"beta": "authors"})), ("rhokg-apx", LONG),
+          ("rhokg-apx-released", LONG), ("vucb-unif", json.dumps({"beta": "authors", "gp": "borisk"})),
+          ("stableopt", "{}"), ("my.module:MyAlgorithm", json.dumps({"a_rather_long_option_name": 0.5}))]
+
+
+def test_series_styles_are_short_distinct_and_stable() -> None:
+    styles = series_styles(SERIES)
+    again = series_styles(list(reversed(SERIES)))
+    assert styles == again  # the order the cells come in changes nothing
+    assert len({s.marker for s in styles.values()}) == len(SERIES)
+    assert len({s.label for s in styles.values()}) == len(SERIES)
+    for (algorithm, options), style in styles.items():
+        text = ", ".join(f"{k}={v}" for k, v in json.loads(options).items())
+        assert style.options_text == text
+        if not text:
+            assert style.label == algorithm and style.linestyle == "-" and style.key is None
+        elif len(text) <= LABEL_OPTIONS_CHARS:
+            assert style.label == f"{algorithm} {text}" and style.key is None
+        else:  # long options: a key in the label, spelled out in the key table
+            assert style.label == f"{algorithm} {style.key}" and style.key.startswith("[")
+        assert style.colour == styles[algorithm, options].colour
+    beta = json.dumps({"beta": "authors"})
+    assert styles["vucb-prob", "{}"].colour == styles["vucb-prob", beta].colour
+    assert styles["vucb-prob", "{}"].linestyle != styles["vucb-prob", beta].linestyle
+
+
+def _series_bands(problems: tuple[str, ...], target: str, alpha: float, series: list[tuple[str, str]],
+           iterations: int, identical: bool = False) -> pd.DataFrame:
+    """Band rows of every series on every problem; with ``identical`` every series has the same values."""
+    rows = []
+    for problem in problems:
+        for k, (algorithm, options) in enumerate(series):
+            for it in range(iterations + 1):
+                mean = -it / 10 - (0 if identical else 0.3 * k)
+                rows.append({"problem": problem, "alpha": alpha, "target": target, "algorithm": algorithm,
+                             "options": options, "iterations": iterations, "iteration": it, "mean": mean,
+                             "lower": mean - 0.2, "upper": mean + 0.2, "n_seeds": 3 + k % 2,
+                             "n_floor": int(k == 1)})
+    return pd.DataFrame(rows)
+
+
+def _collect(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Record the layout problems of every figure as it is saved."""
+    found: dict[str, list[str]] = {}
+    save = figures_module._save
+
+    def checked(fig, out: Path, name: str) -> dict[str, Path]:
+        found[name] = layout_problems(fig)
+        return save(fig, out, name)
+
+    monkeypatch.setattr(figures_module, "_save", checked)
+    return found
+
+
+def test_every_label_legend_and_key_lies_inside_the_canvas(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    found = _collect(monkeypatch)
+    frames = [_series_bands(spec.problems, spec.target, 0.1 if spec.target == "var" else 1e-3, SERIES, 60)
+              for spec in FIGURES]
+    frames.append(_series_bands(("my.module:my_problem_with_a_long_name",), "var", 0.2, SERIES[:3], 60))
+    frames.append(_series_bands(("branin-1-1-discrete",), "var", 0.05, SERIES[:2], 20))  # another alpha
+    bands = pd.concat(frames, ignore_index=True)
+    panels = assign_figures(bands)
+    bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
+    styles = series_styles(SERIES)
+    drawn = regret_figures(bands, panels, styles, tmp_path)
+    timing = pd.DataFrame([{"problem": p, "alpha": 0.1, "target": "var", "algorithm": a, "options": o,
+                            "iterations": 60, "n_cells": 3, **{f"{m}_{q}": v * f
+                                                               for m, v in (("acq_s", 3e-5), ("fit_s", 0.01),
+                                                                            ("total_s", 2.0))
+                                                               for q, f in (("q25", 0.5), ("median", 1.0),
+                                                                            ("q75", 4000.0))}}
+                           for p in ("branin-1-1-discrete", "robot-push-3-2") for a, o in SERIES])
+    drawn.append(timing_figure(timing, styles, tmp_path))
+    names = [name for name, _, _ in drawn]
+    assert set(names) >= {"fig3_discrete", "fig4_continuous", "fig5_simulated", "fig_alpha0", "fig_other",
+                          "fig_timing"}
+    assert found.keys() == set(names)
+    assert all(problems == [] for problems in found.values()), found
+
+
+def test_the_check_finds_a_legend_outside_the_canvas_and_one_over_a_panel() -> None:
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0, 1], [0, 1], label="a series with a rather long label indeed, longer than the canvas")
+    fig.legend(loc="upper left", bbox_to_anchor=(0.3, 0.9))
+    problems = layout_problems(fig)
+    plt.close(fig)
+    assert any("outside the canvas" in p for p in problems)
+    assert any("covers the panel" in p for p in problems)
+    fig, ax = plt.subplots(figsize=(1.2, 1.2))
+    ax.set_xticks(range(30))
+    ax.set_xticklabels([f"label{i}" for i in range(30)])
+    problems = layout_problems(fig)
+    plt.close(fig)
+    assert any("overlap" in p for p in problems)
+
+
+def test_coinciding_series_show_every_series(tmp_path: Path) -> None:
+    """StableOpt and V-UCB at alpha -> 0 can coincide exactly (C7): each line keeps its own markers,
+    at its own offset, and its own legend entry."""
+    series = [("stableopt", "{}"), ("vucb-unif", "{}"), ("vucb-prob", "{}")]
+    spec = next(s for s in FIGURES if s.name == "fig_alpha0")
+    bands = _series_bands(spec.problems, "worst_case", 1e-3, series, 60, identical=True)
+    panels = assign_figures(bands)
+    bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
+    fig, ax = plt.subplots()
+    lines = figures_module._draw_panel(ax, bands, spec.problems[0], 1e-3, "worst_case", series_styles(series),
+                                       show_alpha=True)
+    ys = [tuple(line.get_ydata()) for line in lines.values()]
+    assert len(set(ys)) == 1  # the data coincide
+    marks = [frozenset(np.arange(61)[line.get_markevery()[0]::line.get_markevery()[1]])
+             for line in lines.values()]
+    assert len({line.get_marker() for line in lines.values()}) == 3
+    assert all(a != b for i, a in enumerate(marks) for b in marks[i + 1:])  # markers at different iterations
+    plt.close(fig)
+    drawn = regret_figures(bands, panels, series_styles(series), tmp_path)
+    title = next(t for name, t, _ in drawn if name == "fig_alpha0")
+    assert "stableopt, vucb-prob, vucb-unif" in title  # the title names what it shows

@@ -53,7 +53,13 @@ def test_report_files_and_numbers(results: Path, tmp_path: Path) -> None:
     for stem in ("fig3_discrete", "fig4_continuous", "fig5_simulated", "fig_alpha0", "fig_timing"):
         assert (out / f"{stem}.png").stat().st_size > 1000 and (out / f"{stem}.pdf").is_file()
     html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 5 and "<img src=\"fig" not in html
+    # embedded: the figures with cells (Figure 3, the worst-case figure, timing); Figures 4 and 5 are
+    # drawn (empty panels) but only named, and the figures come before the claims
+    assert html.count("data:image/png;base64,") == 3 and "<img src=\"fig" not in html
+    assert "No cell of this folder belongs to Figure 4: continuous Z; Figure 5" in html
+    assert html.index("data:image/png") < html.index('<h2 id="claims">')
+    assert '<a href="#regret-curves">Regret curves</a>' in html and '<h2 id="regret-curves">' in html
+    assert "[Claims in detail](#claims-in-detail)" in (out / "report.md").read_text()
 
     bands = pd.read_parquet(out / "bands.parquet")
     pd.testing.assert_frame_equal(bands.reset_index(drop=True),
