@@ -49,7 +49,8 @@ from problems import DiscreteZ, get_problem
 from problems.float64 import default_float64
 from problems.seeding import derive_seed, generator
 
-__all__ = ["CELL_KINDS", "CHECKPOINT_EVERY_S", "CellResult", "CellSpec", "checkpoint_problem",
+__all__ = ["CELL_KINDS", "CHECKPOINT_EVERY_S", "CellResult", "CellSpec", "checkpoint_iteration",
+           "checkpoint_problem",
            "default_float64", "info_json", "run_cell"]
 
 def _target(problem, factory: object) -> str:
@@ -107,6 +108,11 @@ def _unpack(data: bytes, spec: CellSpec) -> dict:
     if state.get("spec") != spec.to_json():
         raise ValueError("the checkpoint belongs to another cell")
     return state
+
+
+def checkpoint_iteration(data: bytes) -> int:
+    """The last finished iteration a checkpoint holds (it resumes after it)."""
+    return int(torch.load(io.BytesIO(data), weights_only=True)["rows"][-1]["iteration"])
 
 
 def checkpoint_problem(data: bytes, spec: CellSpec) -> str | None:

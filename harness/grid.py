@@ -508,17 +508,22 @@ def _problem_iterations(name: str) -> int:
         return 60
 
 
+def cell_iterations(spec: CellSpec) -> int:
+    """The BO iterations a cell runs: its own, else its problem's (the paper grid's count, or 60,
+    for a problem that is not registered here)."""
+    if spec.iterations is not None:
+        return spec.iterations
+    if spec.problem in PROBLEMS or is_import_path(spec.problem):
+        return _problem_iterations(spec.problem)
+    return PAPER_ITERATIONS.get(spec.problem, 60)
+
+
 def estimate_seconds(spec: CellSpec, measured: dict[tuple[str, str], float] | None = None) -> float:
     """Estimated single-core seconds of a cell; ``measured`` (seconds per iteration by
     (problem, algorithm), e.g. from finished cells) overrides the built-in table."""
     if spec.kind == "timing":
         return estimate_timing_seconds(spec)
-    if spec.iterations is not None:
-        iterations = spec.iterations
-    elif spec.problem in PROBLEMS or is_import_path(spec.problem):
-        iterations = _problem_iterations(spec.problem)
-    else:
-        iterations = PAPER_ITERATIONS.get(spec.problem, 60)
+    iterations = cell_iterations(spec)
     if measured and (spec.problem, spec.algorithm) in measured:
         return _FIXED_S + measured[spec.problem, spec.algorithm] * iterations
     per = _PER_ITERATION_S.get(spec.algorithm, 0.5)

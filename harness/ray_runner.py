@@ -38,17 +38,19 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from tqdm import tqdm
 
-from harness.cell import CellResult, CellSpec, checkpoint_problem, run_cell
-from harness.grid import cell_label
+from harness.cell import CellResult, CellSpec, checkpoint_iteration, checkpoint_problem, run_cell
+from harness.grid import cell_iterations, cell_label
 from harness.store import (
     clear_checkpoint,
     clear_failure,
+    clear_progress,
     provenance,
     read_checkpoint,
     set_aside_checkpoint,
     write_cell,
     write_checkpoint,
     write_failure,
+    write_progress,
 )
 
 
@@ -83,6 +85,7 @@ class _CheckpointKeeper:
         self.latest: dict[CellSpec, bytes] = {}
         self.dirty: set[CellSpec] = set()
         self.finished: set[CellSpec] = set()
+        self.progress: dict[CellSpec, int] = {}  # running cell -> its last finished iteration
 
     def put(self, spec: CellSpec, data: bytes) -> None:  # preloaded by the driver: not dirty
         self.latest[spec] = data
@@ -90,20 +93,24 @@ class _CheckpointKeeper:
     def load(self, spec: CellSpec) -> bytes | None:
         return self.latest.get(spec)
 
-    def save(self, spec: CellSpec, data: bytes) -> None:
+    def save(self, spec: CellSpec, data: bytes, iteration: int | None = None) -> None:
         if spec in self.finished:  # a late save of a cell already written
             return
         self.latest[spec] = data
         self.dirty.add(spec)
+        if iteration is not None:
+            self.progress[spec] = iteration
 
-    def take(self) -> dict[CellSpec, bytes]:
+    def take(self) -> tuple[dict[CellSpec, bytes], dict[CellSpec, int]]:
+        """The checkpoints saved since the last call, and the running cells' iterations."""
         taken = {spec: self.latest[spec] for spec in self.dirty}
         self.dirty.clear()
-        return taken
+        return taken, dict(self.progress)
 
     def drop(self, spec: CellSpec) -> None:
         self.latest.pop(spec, None)
         self.dirty.discard(spec)
+        self.progress.pop(spec, None)
         self.finished.add(spec)
 
 
@@ -126,12 +133,11 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], checkpoint
             result = cell_fn(spec)
         else:
             if checkpoint is not None:
-                resumed_at = int(torch.load(io.BytesIO(checkpoint),
-                                            weights_only=True)["rows"][-1]["iteration"])
+                resumed_at = checkpoint_iteration(checkpoint)
 
             def save(data: bytes, t: int) -> None:  # fire and forget: a task must not block on Ray
                 with contextlib.suppress(Exception):  # a lost keeper costs checkpoints, not the cell
-                    keeper.save.remote(spec, data)
+                    keeper.save.remote(spec, data, t)
 
             result = cell_fn(spec, checkpoint=checkpoint,
                              on_checkpoint=save if keeper is not None else None)
@@ -266,11 +272,15 @@ def _format_eta(seconds: float) -> str:
 class Eta:
     """The remaining wall time of a grid.
 
-    The cost model (``costs``, estimated seconds per cell) is calibrated by the cells that finished
-    (their measured seconds over their estimates); each unfinished cell then has its calibrated cost
-    left, less the time it has been running; the total is shared by the CPUs that still have work,
-    and never shorter than the longest cell left. Unlike elapsed / done x remaining it does not grow
-    while a long cell runs and none finishes.
+    The cost model (``costs``, estimated seconds per cell) is calibrated by the work done so far:
+    the cells that finished (their measured seconds over their estimates) and the running cells'
+    iterations (seconds since they started over the share of their estimate that their iterations
+    done since then are). Each unfinished cell has its calibrated cost left: the share of its
+    iterations still to run when they are known, else its cost less the time it has been running.
+    The total is shared by the CPUs that still have work, and never shorter than the longest cell
+    left. Unlike elapsed / done x remaining it does not grow while a long cell runs and none
+    finishes. Iterations are taken as equal work (a rho-KG^apx iteration grows with the data, so its
+    first ones cost less than the last: the estimate leans optimistic early in such cells).
     """
 
     def __init__(self, costs: dict[CellSpec, float]) -> None:
@@ -278,19 +288,36 @@ class Eta:
         self.started: dict[CellSpec, float] = {}
         self.measured = 0.0  # seconds of the finished cells
         self.estimated = 0.0  # their estimates
+        self.done: dict[CellSpec, float] = {}  # running cell -> share of its iterations finished
+        self.first: dict[CellSpec, float] = {}  # ... and the share it (re)started from
 
     def running(self, specs: list[CellSpec], now: float) -> None:
         """``specs`` are running at ``now`` (the clock of each starts the first time it is seen)."""
         for spec in specs:
             self.started.setdefault(spec, now)
 
+    def resumes(self, spec: CellSpec, share: float) -> None:
+        """``spec`` starts from a checkpoint holding ``share`` of its iterations."""
+        self.first[spec] = self.done[spec] = share
+
+    def progress(self, spec: CellSpec, share: float) -> None:
+        """``share`` of ``spec``'s iterations are finished."""
+        if spec in self.left:
+            self.first.setdefault(spec, 0.0)
+            self.done[spec] = share
+
     def requeued(self, spec: CellSpec) -> None:
-        """``spec`` will run again (its worker died): its clock stops."""
+        """``spec`` will run again (its worker died): its clock stops (its checkpoint, if any, is
+        reported again by :meth:`resumes`)."""
         self.started.pop(spec, None)
+        self.done.pop(spec, None)
+        self.first.pop(spec, None)
 
     def finished(self, spec: CellSpec, seconds: float | None) -> None:
         cost = self.left.pop(spec)
         self.started.pop(spec, None)
+        self.done.pop(spec, None)
+        self.first.pop(spec, None)
         if seconds is not None and cost > 0:
             self.measured += seconds
             self.estimated += cost
@@ -299,10 +326,32 @@ class Eta:
         """Estimated wall seconds until every cell has finished, on ``cpus`` CPUs."""
         if not self.left:
             return 0.0
-        scale = self.measured / self.estimated if self.estimated > 0 else 1.0
-        rest = [max(0.0, scale * cost - (now - self.started[s] if s in self.started else 0.0))
-                for s, cost in self.left.items()]
+        measured, estimated = self.measured, self.estimated
+        for spec, share in self.done.items():
+            gained = share - self.first.get(spec, 0.0)
+            if spec in self.started and gained > 0:
+                measured += now - self.started[spec]
+                estimated += self.left[spec] * gained
+        scale = measured / estimated if estimated > 0 else 1.0
+        rest = []
+        for spec, cost in self.left.items():
+            if spec in self.done and self.done[spec] > self.first.get(spec, 0.0):
+                rest.append(scale * cost * (1.0 - self.done[spec]))
+            else:
+                elapsed = now - self.started[spec] if spec in self.started else 0.0
+                rest.append(max(0.0, scale * cost * (1.0 - self.first.get(spec, 0.0)) - elapsed))
         return max(sum(rest) / min(max(1, cpus), len(rest)), max(rest))
+
+
+#: Seconds between rewrites of ``_progress.json`` (``harness.status`` reads it).
+PROGRESS_EVERY_S = 5.0
+#: Running cells named on the progress line (all of them are in ``harness.status``).
+PROGRESS_CELLS = 2
+
+
+def progress_text(spec: CellSpec, iteration: int | None, iterations: int) -> str:
+    """``robot-push-3-2/rhokg-apx/seed0 it 10/100`` (``it ?/100`` before its first report)."""
+    return f"{cell_label(spec)} it {'?' if iteration is None else iteration}/{iterations}"
 
 
 def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None,
@@ -376,11 +425,36 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
             keeper = new_keeper(set(outcome.done) | set(outcome.failed))
             return ray.get(getattr(keeper, method).remote(*args))
 
+    total_iterations = {spec: cell_iterations(spec) for spec in cells if spec.kind == "bo"}
+    iteration_of: dict[CellSpec, int] = {}  # running cells' last finished iteration
+    progress_written = [0.0, None]  # when, and what
+
+    def write_running() -> None:
+        """``_progress.json``: the running cells' iterations, for ``harness.status`` (at most every
+        PROGRESS_EVERY_S, and only when they changed; a store that refuses it costs nothing)."""
+        now = time.perf_counter()
+        running = [{"cell": cell_label(spec), "iteration": iteration_of.get(spec),
+                    "iterations": total_iterations[spec],
+                    "seconds": round(now - eta.started[spec], 1) if spec in eta.started else None}
+                   for spec in list(in_flight.values())[:cpus] if spec in total_iterations]
+        state = [(r["cell"], r["iteration"]) for r in running]
+        if state == progress_written[1] or now - progress_written[0] < PROGRESS_EVERY_S:
+            return
+        with contextlib.suppress(Exception):
+            write_progress(out, running)
+            progress_written[:] = [now, state]
+
     def flush() -> None:
         """Write the checkpoints the running cells made since the last flush (one that cannot be
-        written costs that cell its resume point, said once, never the grid)."""
+        written costs that cell its resume point, said once, never the grid), and note their
+        iterations."""
         if keeper is not None:
-            for spec, data in keeper_call("take").items():
+            taken, progress = keeper_call("take")
+            for spec, iteration in progress.items():
+                if spec in total_iterations and spec in in_flight.values():
+                    iteration_of[spec] = iteration
+                    eta.progress(spec, iteration / max(1, total_iterations[spec]))
+            for spec, data in taken.items():
                 try:
                     write_checkpoint(out, spec, data)
                 except Exception as error:
@@ -389,14 +463,18 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                         print(f"cannot write the checkpoint of {cell_label(spec)} ({type(error).__name__}: "
                               f"{error}); it runs on without one", file=sys.stderr)
     in_flight: dict[ray.ObjectRef, CellSpec] = {}
+    eta = Eta(cost_of)
 
     def submit(spec: CellSpec) -> None:
         """One task for ``spec``, with the latest checkpoint the keeper holds (the driver may block
         on Ray; a task must not)."""
         checkpoint = keeper_call("load", spec) if keeper is not None else None
+        if checkpoint is not None and spec in total_iterations:
+            with contextlib.suppress(Exception):  # a checkpoint the cell cannot use it reports itself
+                iteration_of[spec] = checkpoint_iteration(checkpoint)
+                eta.resumes(spec, iteration_of[spec] / max(1, total_iterations[spec]))
         in_flight[_remote_cell.remote(spec, cell_fn, checkpoint, keeper)] = spec
 
-    eta = Eta(cost_of)
     interactive = sys.stderr.isatty()
     bar = tqdm(total=len(cells), unit="cell", disable=not progress or not cells, file=sys.stderr,
                dynamic_ncols=True, mininterval=0.5 if interactive else 15.0,
@@ -407,11 +485,18 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
     def refresh() -> None:
         now = time.perf_counter()
         running = min(len(in_flight), cpus)  # the rest of the in-flight tasks wait in Ray's queue
-        eta.running(list(in_flight.values())[:running], now)  # Ray starts them in submission order
-        bar.set_postfix_str(f"running {running}, failed {len(outcome.failed)}, "
+        started = list(in_flight.values())[:running]  # Ray starts them in submission order
+        eta.running(started, now)
+        cells_text = ", ".join(progress_text(spec, iteration_of.get(spec), total_iterations[spec])
+                               for spec in started[:PROGRESS_CELLS] if spec in total_iterations)
+        if running > PROGRESS_CELLS:
+            cells_text += f", +{running - PROGRESS_CELLS} more"
+        bar.set_postfix_str(f"running {running}" + (f" ({cells_text})" if cells_text else "")
+                            + f", failed {len(outcome.failed)}, "
                             f"remaining {len(queue) + len(in_flight) - running}, "
                             f"ETA {_format_eta(eta.seconds(now, cpus))}",
                             refresh=interactive)
+        write_running()
         # not on a terminal (a log, `ray job logs`): a line every LOG_EVERY_S even while no cell ends
         if not interactive and time.perf_counter() - last_line[0] >= LOG_EVERY_S:
             bar.refresh()
@@ -427,6 +512,7 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
             flush()
             for ref in ready:
                 spec = in_flight.pop(ref)
+                iteration_of.pop(spec, None)
                 try:
                     reply = ray.get(ref)
                 except Exception as error:  # its worker or node died (the task catches the rest)
@@ -484,5 +570,7 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
         outcome.unrun = list(in_flight.values()) + queue
     finally:
         bar.close()
+        with contextlib.suppress(Exception):  # advisory: a store that refuses it costs nothing
+            clear_progress(out)
     outcome.wall_s = time.perf_counter() - start
     return outcome

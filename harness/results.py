@@ -178,6 +178,8 @@ def read_metadata(path: Location) -> dict:
 
 FAILED_DIR = "_failed"
 MANIFEST = "_grid.json"
+#: The running cells' iterations, rewritten by the grid's driver as they advance (removed at its end).
+PROGRESS = "_progress.json"
 CHECKPOINT_DIR = "_checkpoints"
 
 
@@ -395,3 +397,14 @@ def read_timings(out: Location | str) -> pd.DataFrame:
             pa.field("options", pa.string()))
         return schema.empty_table().to_pandas()
     return pa.concat_tables(tables).to_pandas()
+
+
+def read_progress(out: Location | str) -> dict | None:
+    """The running cells' progress as the grid's driver last wrote it (``{"updated": epoch seconds,
+    "host": ..., "pid": ..., "running": [{"cell", "iteration", "iterations", "seconds"}]}``), or
+    None when no grid is writing into ``out`` (or the file cannot be read: it is advisory)."""
+    try:
+        data = json.loads((location(out) / PROGRESS).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("running"), list) else None

@@ -3,11 +3,14 @@
 The cells expected are those of the last grid run into DIR (``DIR/_grid.json``), or of ``--grid``.
 Cells found in DIR but not in that grid (e.g. from an earlier ``--iterations``) are counted as
 ``other``. ``--failures`` prints each failure's message (the traceback is in its JSON record).
+While a grid runs into DIR, its running cells are listed with their iterations (``DIR/_progress.json``,
+rewritten by the grid's driver every few seconds).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from harness.results import (
     invalid_files,
     read_failure,
     read_manifest,
+    read_progress,
     result_files,
     spec_from_dict,
     spec_hash,
@@ -57,6 +61,34 @@ def status_table(out: Path, grid: str | None = None) -> list[dict]:
             for (p, a, al), c in rows.items()]
 
 
+#: A progress file older than this is said to be stale (its grid may have been killed).
+STALE_PROGRESS_S = 600.0
+
+
+def running_lines(out: Path, now: float | None = None) -> list[str]:
+    """The running cells of the grid writing into ``out`` (``_progress.json``), one line each, under
+    a line saying how old the record is; empty when no grid is writing there."""
+    progress = read_progress(out)
+    if progress is None:
+        return []
+    now = time.time() if now is None else now
+    age = max(0.0, now - float(progress.get("updated", now)))
+    head = (f"running ({len(progress['running'])} cells, as of {age:.0f} s ago; grid driver pid "
+            f"{progress.get('pid')} on {progress.get('host')})")
+    if age > STALE_PROGRESS_S:
+        head += (": stale, its grid may have stopped without cleaning up (the next grid run into "
+                 "this folder rewrites it)")
+    lines = [head + ":"]
+    width = max((len(r["cell"]) for r in progress["running"]), default=0)
+    for r in progress["running"]:
+        done = "?" if r.get("iteration") is None else r["iteration"]
+        line = f"  {r['cell'].ljust(width)}  it {done}/{r.get('iterations')}"
+        if r.get("seconds") is not None:
+            line += f"  ({r['seconds']:.0f} s)"
+        lines.append(line)
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m harness.status", description=__doc__.splitlines()[0])
     parser.add_argument("out", help="a results folder or URI (s3://, gs://, file://)")
@@ -88,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         print("  ".join(str(row[c]).ljust(widths[c]) for c in columns))
     totals = {c: sum(r[c] for r in rows) for c in columns[3:]}
     print("total: " + ", ".join(f"{v} {k}" for k, v in totals.items()))
+    for line in running_lines(args.out):
+        print(line)
     for path, reason in invalid_files(args.out):
         print(f"ignored {path}: {reason} (not counted; a grid run recomputes its cell)")
     if args.failures:

@@ -9,7 +9,9 @@ import contextlib
 import json
 import os
 import platform
+import socket
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from importlib import metadata as importlib_metadata
@@ -23,6 +25,7 @@ from harness.results import (
     CHECKPOINT_DIR,
     FAILED_DIR,
     MANIFEST,
+    PROGRESS,
     SCHEMAS,
     Location,
     cell_path,
@@ -193,3 +196,15 @@ def remove_stale_temporaries(out: Location | str) -> int:
         tmp.unlink(missing_ok=True)
         removed += 1
     return removed
+
+
+def write_progress(out: Location | str, running: list[dict]) -> None:
+    """Record the running cells' progress (:func:`harness.results.read_progress`), atomically."""
+    data = {"updated": time.time(), "host": socket.gethostname(), "pid": os.getpid(), "running": running}
+    _write_text_atomic(json.dumps(data, indent=1), location(out) / PROGRESS)
+
+
+def clear_progress(out: Location | str) -> None:
+    """Remove the progress file (the grid's driver is done)."""
+    with contextlib.suppress(FileNotFoundError):
+        (location(out) / PROGRESS).unlink()

@@ -1,4 +1,5 @@
-"""The grid's ETA (harness.ray_runner.Eta) on timelines whose remaining time is known by construction."""
+"""The grid's ETA (harness.ray_runner.Eta) on timelines whose remaining time is known by construction,
+and the running cells' iterations as harness.status shows them."""
 
 import pytest
 
@@ -44,3 +45,57 @@ def test_the_last_cell_is_not_shared_by_idle_cpus_and_a_requeued_cell_starts_ove
     assert eta.seconds(10.0, 2) == pytest.approx(30.0)
     eta.finished(a, 30.0)
     assert eta.seconds(40.0, 2) == 0.0
+
+
+def test_running_cells_iterations_calibrate_and_shorten_the_estimate() -> None:
+    """Two 10 s cells that run at half speed (20 s each): after 10 s each has done half of its
+    iterations, so the cost model doubles and 10 s of each are left (not the 0 s that cost - elapsed
+    gives)."""
+    a, b = _cells(2)
+    eta = Eta(dict.fromkeys((a, b), 10.0))
+    eta.running([a, b], 0.0)
+    assert eta.seconds(10.0, 2) == pytest.approx(0.0)  # no iteration reported: cost - elapsed
+    eta.progress(a, 0.5)
+    eta.progress(b, 0.5)
+    assert eta.seconds(10.0, 2) == pytest.approx(10.0)
+    eta.progress(a, 0.75)
+    eta.progress(b, 0.75)
+    assert eta.seconds(15.0, 2) == pytest.approx(5.0)
+
+
+def test_a_resumed_cell_counts_only_the_iterations_it_ran_here() -> None:
+    """A cell resumed at half its iterations that runs at its estimated speed: 5 s for the last half
+    of a 10 s cell, whatever it had done before."""
+    (a,) = _cells(1)
+    eta = Eta({a: 10.0})
+    eta.resumes(a, 0.5)
+    eta.running([a], 0.0)
+    assert eta.seconds(0.0, 1) == pytest.approx(5.0)
+    eta.progress(a, 0.75)
+    assert eta.seconds(2.5, 1) == pytest.approx(2.5)  # 2.5 s for a quarter: the estimate's speed
+
+
+def test_status_lists_the_running_cells_and_says_when_the_record_is_stale(
+        tmp_path, capsys: pytest.CaptureFixture) -> None:
+    import json
+    import time
+
+    from harness.status import STALE_PROGRESS_S, main, running_lines
+    from harness.store import clear_progress, write_progress
+
+    assert running_lines(tmp_path) == []  # no grid writing here
+    write_progress(tmp_path, [{"cell": "robot-push-3-2/rhokg-apx/seed0", "iteration": 10, "iterations": 100,
+                               "seconds": 95.0},
+                              {"cell": "portfolio-3-2/vucb-prob/seed1", "iteration": None, "iterations": 80,
+                               "seconds": 1.0}])
+    updated = json.loads((tmp_path / "_progress.json").read_text())["updated"]
+    lines = running_lines(tmp_path, now=updated + 12)
+    assert lines[0].startswith("running (2 cells, as of 12 s ago") and "stale" not in lines[0]
+    assert lines[1].split() == ["robot-push-3-2/rhokg-apx/seed0", "it", "10/100", "(95", "s)"]
+    assert lines[2].split()[:3] == ["portfolio-3-2/vucb-prob/seed1", "it", "?/80"]
+    assert "stale" in running_lines(tmp_path, now=updated + STALE_PROGRESS_S + 1)[0]
+    assert main([str(tmp_path)]) == 0
+    assert "robot-push-3-2/rhokg-apx/seed0  it 10/100" in capsys.readouterr().out
+    assert time.time() - updated < 60
+    clear_progress(tmp_path)
+    assert running_lines(tmp_path) == []

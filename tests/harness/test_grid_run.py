@@ -3,6 +3,7 @@
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -164,11 +165,29 @@ def test_progress_lines_keep_coming_in_a_log_while_no_cell_ends(
     import harness.ray_runner
 
     monkeypatch.setattr(harness.ray_runner, "LOG_EVERY_S", 0.5)
+    monkeypatch.setattr(harness.ray_runner, "PROGRESS_EVERY_S", 0.0)
+    written: list[list[dict]] = []
+    write = harness.ray_runner.write_progress
+
+    def record(out: Path, running: list[dict]) -> None:
+        written.append(running)
+        write(out, running)
+
+    monkeypatch.setattr(harness.ray_runner, "write_progress", record)
     spec = CellSpec.make("branin-1-1-discrete", "random", 0, 8)  # about 4 s: 0.5 s an iteration
     run_cells([spec], tmp_path / "out", cell_fn=slow_iterations)
     lines = [line for line in capsys.readouterr().err.replace("\r", "\n").splitlines()
              if "running 1" in line]
     assert len(lines) >= 3, lines  # stderr is not a terminal here, as in `ray job logs`
+    # the running cell's iterations, on the progress line and in _progress.json for harness.status
+    its = [int(m.group(1)) for line in lines
+           for m in [re.search(r"branin-1-1-discrete/random/seed0 T=8 it (\d+)/8", line)] if m]
+    assert len(set(its)) >= 2 and its == sorted(its), lines
+    done = [r[0]["iteration"] for r in written if r and r[0]["iteration"] is not None]
+    assert len(set(done)) >= 3 and done == sorted(done) and max(done) <= 8
+    assert all(r[0]["cell"] == "branin-1-1-discrete/random/seed0 T=8" and r[0]["iterations"] == 8
+               for r in written if r)
+    assert not (tmp_path / "out" / "_progress.json").exists()  # removed when the grid ends
 
 
 def test_never_more_cells_at_once_than_cpus_even_while_cells_checkpoint(tmp_path: Path) -> None:
