@@ -56,7 +56,7 @@ class OptionDoc:
     z_kind: str | None = None
 
 
-def _plain(text: str) -> str:
+def plain_text(text: str) -> str:
     """Docstring markup to plain text: ``x`` -> x, :class:`a.b.C` -> a.b.C."""
     return " ".join(_ROLE.sub(r"\1", text).replace("``", "").split())
 
@@ -103,7 +103,7 @@ def parse_options_doc(doc: str | None) -> dict[str, tuple[str, str | None]]:
     found: dict[str, tuple[str, str | None]] = {}
     for names, kind, text in entries:
         for name in names:
-            found.setdefault(name, (_plain(" ".join(text)), kind))
+            found.setdefault(name, (plain_text(" ".join(text)), kind))
     return found
 
 
@@ -121,34 +121,37 @@ def _init_owner(cls: type) -> type:
     return next(c for c in cls.__mro__ if "__init__" in vars(c))
 
 
+def _init_options(cls: type, documented: list[type], uses_settings: bool) -> list[OptionDoc]:
+    """The options of the ``__init__`` that ``cls`` runs, and, where its ``**kwargs`` are passed on,
+    of its parent's: in the parent's order, with this class's defaults where it names them."""
+    owner = _init_owner(cls)
+    if owner is Algorithm or owner is object:  # the base takes no options (it refuses any)
+        return []
+    own: dict[str, OptionDoc] = {}
+    passes_on = False
+    for parameter in inspect.signature(owner.__init__).parameters.values():
+        if parameter.name in NOT_OPTIONS or parameter.kind is parameter.VAR_POSITIONAL:
+            continue
+        if parameter.kind is parameter.VAR_KEYWORD:
+            passes_on = not uses_settings
+            continue
+        meaning, kind = _meaning(documented, parameter.name)
+        own[parameter.name] = OptionDoc(parameter.name, parameter.default, meaning, kind)
+    if not passes_on:
+        return list(own.values())
+    inherited = _init_options(owner.__mro__[1], documented, uses_settings)
+    names = {o.name for o in inherited}
+    return [own.get(o.name, o) for o in inherited] + [o for o in own.values() if o.name not in names]
+
+
 def describe_options(factory: type[Algorithm]) -> list[OptionDoc]:
     """Every option of the algorithm class ``factory``, in the order of its ``__init__`` (then the
     fields of its option settings, by kind of Z); see the module docstring. An option whose
     meaning no docstring gives has ``meaning == ""`` (a test requires one for every registered
     algorithm)."""
-    options: list[OptionDoc] = []
-    seen: set[str] = set()
     documented = [c for c in factory.__mro__ if c is not object]
-    cls: type = factory
-    while True:
-        owner = _init_owner(cls)
-        if owner is Algorithm or owner is object:  # the base takes no options (it refuses any)
-            break
-        passes_on = False
-        for parameter in inspect.signature(owner.__init__).parameters.values():
-            if parameter.name in NOT_OPTIONS or parameter.kind is parameter.VAR_POSITIONAL:
-                continue
-            if parameter.kind is parameter.VAR_KEYWORD:
-                passes_on = not factory.option_settings
-                continue
-            if parameter.name in seen:
-                continue
-            seen.add(parameter.name)
-            meaning, kind = _meaning(documented, parameter.name)
-            options.append(OptionDoc(parameter.name, parameter.default, meaning, kind))
-        if not passes_on:
-            break
-        cls = owner.__mro__[1]  # the parent's __init__ receives the rest
+    options = _init_options(factory, documented, bool(factory.option_settings))
+    seen = {o.name for o in options}
     for kind, settings in factory.option_settings.items():
         for setting in settings:
             for field in dataclasses.fields(setting):

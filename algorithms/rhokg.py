@@ -527,7 +527,7 @@ class RhoKGApx(Algorithm):
         eta: the restarts are drawn with weights exp(eta z) on the raw candidates' z-scores, the
             best always kept (0: uniformly).
         maxiter: L-BFGS-B iterations of the second phase, which refines a tenth of the first
-            phase's solutions (see ``refine``); the first phase runs maxiter // 25.
+            phase's solutions (see ``refine``); the first phase runs maxiter / 25, rounded down.
         batch_size: first-phase restarts optimized together as one L-BFGS-B problem.
         tts_frequency: two-time-scale: the argmax over S of each fantasy is searched at every
             tts_frequency-th evaluation and reused in between (1: at every evaluation).

@@ -44,7 +44,7 @@ class VUCB(Algorithm):
     Options:
         beta: the confidence bounds' width beta_t (bounds mu +- beta_t^(1/2) sigma): ``"paper"``,
             2 log(t^2 pi^2 / 0.6); ``"authors"``, 9 (their code's beta^(1/2) = 3); or a positive
-            constant (:func:`beta_schedule`).
+            constant.
         n_raw (discrete Z): scrambled Sobol x scored per iteration before L-BFGS-B (unset: 256 per
             dimension of x).
         n_restarts (discrete Z): L-BFGS-B starts, the best-scored of those x.
