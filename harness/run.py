@@ -252,7 +252,12 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on Ctrl-C is KeyboardInterrupt
     try:
-        sys.exit(main())
+        code = main()
+        sys.stdout.flush()  # here, so that a reader that has left is caught below
     except KeyboardInterrupt:  # the grid handles its own; this is the single cell, or parsing
         print("harness.run: interrupted", file=sys.stderr)
         sys.exit(130)
+    except BrokenPipeError:  # the reader left (``--list | head``): stop quietly, as SIGPIPE would
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
+        sys.exit(141)
+    sys.exit(code)

@@ -4,6 +4,7 @@ All in process and without Ray."""
 
 import inspect
 import json
+import os
 import re
 import subprocess
 import sys
@@ -251,3 +252,17 @@ def test_verbose_without_dry_run_is_one_line_and_exit_2(tmp_path: Path,
     code, out, err = run(capsys, "--grid", "smoke", "--verbose", "--out", str(tmp_path / "o"))
     assert code == 2 and not out and "--dry-run" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path) -> None:
+    """``--dry-run | head -1``: once the reader has gone, the output goes nowhere, without a
+    traceback (here the reader is gone before the first line: the pipe's read end is closed)."""
+    read, write = os.pipe()
+    driver = subprocess.Popen([sys.executable, "-m", "harness.run", "--grid", "smoke", "--dry-run",
+                               "--out", str(tmp_path / "never")], cwd=ROOT, stdout=write,
+                              stderr=subprocess.PIPE, text=True,
+                              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    os.close(write)
+    os.close(read)
+    _, err = driver.communicate(timeout=300)
+    assert driver.returncode == 141 and not err.strip(), err
