@@ -205,6 +205,8 @@ def print_groups(cells: list[CellSpec], shown: dict[CellSpec, str], cost: dict[C
         defaults = _problem_defaults(spec.problem)
         alpha = spec.alpha if spec.alpha is not None else defaults[0] if defaults else None
         iterations = spec.iterations if spec.iterations is not None else defaults[1] if defaults else None
+        if spec.kind != "bo":  # a timing cell runs no BO iterations
+            iterations = None
         counts = Counter(shown[c] for c in members)
         seconds = sum(cost.get(c, 0.0) for c in members)
         options = " ".join(f"{name}={value}" for name, value in spec.options)

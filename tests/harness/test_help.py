@@ -16,7 +16,7 @@ import pytest
 import harness.grid_cli as grid_cli
 from algorithms import ALGORITHMS, describe_options
 from algorithms.rhokg import RhoKGApx
-from harness.grid import cell_label, smoke_grid
+from harness.grid import cell_label, estimate_seconds, smoke_grid
 from harness.run import DESCRIBE_HELP, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -266,3 +266,17 @@ def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path) -> None:
     os.close(read)
     _, err = driver.communicate(timeout=300)
     assert driver.returncode == 141 and not err.strip(), err
+
+
+def test_dry_run_costs_come_from_the_measured_rates_where_there_are_some(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grid_cli, "_measured_rates", lambda out: {("branin-1-1-discrete", "random"): 10.0})
+    code, out, _ = run(capsys, "--grid", "smoke", "--dry-run", "--out", str(tmp_path / "e"))
+    assert code == 0
+    header, rows, _ = table(out)
+    row = next(r for r in rows if r[:2] == ["branin-1-1-discrete", "random"])
+    cells = [c for c in smoke_grid().cells if (c.problem, c.algorithm) == ("branin-1-1-discrete", "random")]
+    expected = sum(estimate_seconds(c, {("branin-1-1-discrete", "random"): 10.0}) for c in cells) / 60
+    assert float(row[header.index("CPU min")]) == pytest.approx(expected, abs=0.05)
+    assert expected > 1  # 10 s an iteration: far above the table's rate
+    assert "measured seconds per iteration" in out and "1 (problem, algorithm) pair(s)" in out
