@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import os
 import signal
 import socket
@@ -174,8 +173,7 @@ def group_key(spec: CellSpec) -> tuple:
     return (spec.problem, spec.algorithm, spec.alpha, spec.options, spec.gp, spec.iterations, spec.kind)
 
 
-@functools.cache
-def _problem_defaults(name: str) -> tuple[float, int] | None:
+def problem_defaults(name: str) -> tuple[float, int] | None:
     """The problem's default alpha and iterations, or None where it does not build here."""
     try:
         problem = build_problem(name, with_optimum=False)
@@ -197,14 +195,15 @@ def print_groups(cells: list[CellSpec], shown: dict[CellSpec, str], cost: dict[C
     groups: dict[tuple, list[CellSpec]] = {}
     for spec in cells:
         groups.setdefault(group_key(spec), []).append(spec)
+    defaults = {name: problem_defaults(name) for name in {spec.problem for spec in cells}}
     states = [(heading, state) for heading, state in STATE_COLUMNS
               if state != "missing" or "missing" in shown.values()]
     rows = []
     for members in groups.values():
         spec = members[0]
-        defaults = _problem_defaults(spec.problem)
-        alpha = spec.alpha if spec.alpha is not None else defaults[0] if defaults else None
-        iterations = spec.iterations if spec.iterations is not None else defaults[1] if defaults else None
+        known = defaults[spec.problem]
+        alpha = spec.alpha if spec.alpha is not None else known[0] if known else None
+        iterations = spec.iterations if spec.iterations is not None else known[1] if known else None
         if spec.kind != "bo":  # a timing cell runs no BO iterations
             iterations = None
         counts = Counter(shown[c] for c in members)
