@@ -11,12 +11,13 @@ from algorithms.base import (
     z_kind,
 )
 from algorithms.optimizer import Best, VaROptimizer
-from algorithms.registry import ALGORITHMS, algorithm_factory
+from algorithms.registry import ALGORITHMS, OptionDoc, algorithm_factory, describe_options
 
 __all__ = [
     "ALGORITHMS",
     "Algorithm",
     "Best",
+    "OptionDoc",
     "Proposal",
     "Recommendation",
     "VUCBAcquisition",
@@ -24,6 +25,7 @@ __all__ = [
     "algorithm_factory",
     "build_algorithm",
     "check_algorithm",
+    "describe_options",
     "supports",
     "z_kind",
 ]

@@ -89,6 +89,11 @@ class Algorithm(ABC):
     #: the complexity study sets them all to its |Dz| (empty: the algorithm cannot be timed on a
     #: continuous Z at a chosen |Dz|).
     z_sample_options: ClassVar[tuple[str, ...]] = ()
+    #: Dataclasses whose fields are further options, which ``__init__`` takes as ``**kwargs``, by
+    #: the kind of Z they apply to (V-UCB's LNSO settings on a continuous Z). Read only by
+    #: :func:`algorithms.describe.describe_options` (``--describe``); empty: ``**kwargs`` of
+    #: ``__init__``, if any, are passed on to the parent class.
+    option_settings: ClassVar[dict[str, tuple[type, ...]]] = {}
 
     @classmethod
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:

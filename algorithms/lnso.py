@@ -38,13 +38,16 @@ class LNSOSettings:
     """Settings of :func:`lnso_maximize` (Algorithm 2's symbols in brackets).
 
     Attributes:
-        radius: radius of the local ball [r] (authors: 0.1).
-        hidden: units per hidden layer (authors: 30; two sigmoid layers, linear output).
+        radius: radius of the local ball around each start's x in which its network is fitted; x
+            leaving it re-centres the ball and re-fits the network [r] (authors: 0.1).
+        hidden: units per hidden layer of each start's network, two sigmoid layers and a linear
+            output (authors: 30).
         n_x: x drawn uniformly in the ball per training step [|X|] (authors: 50).
         n_z: Z drawn per training step [n_z] (the paper: 10 samples of Z).
-        train_steps: Adam steps of the first fit [t_g] (authors: 1000).
+        train_steps: Adam steps of the first fit of the networks, cosine-decayed [t_g] (authors:
+            1000).
         retrain_steps: Adam steps of a re-fit after re-centring, warm-started (authors: t_g).
-        x_steps: Adam steps on x [t_v] (authors: 2000).
+        x_steps: Adam steps of x ascending its network [t_v] (authors: 2000).
         lr_g: learning rate of the networks [gamma_g] (authors: 1e-3).
         lr_x: learning rate of x [gamma_x] (authors: 1e-3).
     """

@@ -1,7 +1,9 @@
 """The registry of algorithms: a plain dict of names to factories.
 
 A factory is called as ``factory(problem, seed_root, **options)`` and returns an
-:class:`algorithms.base.Algorithm`. To add an algorithm, subclass it and add one entry here.
+:class:`algorithms.base.Algorithm`. To add an algorithm, subclass it and add one entry here, and
+document its options in an ``Options:`` section of its docstring (:func:`describe_options`; a test
+requires a meaning for every option of every registered algorithm).
 """
 
 from __future__ import annotations
@@ -9,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from algorithms.base import Algorithm, check_algorithm
+from algorithms.describe import OptionDoc, describe_options
 from algorithms.random_search import RandomSearch
 from algorithms.rhokg import RhoKGApx, RhoKGApxReleased
 from algorithms.stableopt import StableOpt
 from algorithms.vucb import VUCBProb, VUCBUnif
 from algorithms.vucb_saa import VUCBProbSAA
 from problems.plugins import import_object, is_import_path
+
+__all__ = ["ALGORITHMS", "OptionDoc", "algorithm_factory", "describe_options"]
 
 ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "vucb-unif": VUCBUnif,

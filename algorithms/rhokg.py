@@ -513,28 +513,39 @@ TTS_RESET = ("batch", "iteration")
 
 
 class RhoKGApx(Algorithm):
-    """rho-KG^apx. Options (defaults are BoRisk's paper settings):
+    """rho-KG^apx. The defaults are BoRisk's paper settings; the last three options choose
+    between the method (their default) and what BoRisk's released code does where it departs from
+    the method (see the module docstring and :class:`RhoKGApxReleased`).
 
-    num_fantasies (K, 10), num_samples (M, 10), low_fantasies (4, for the raw samples),
-    restarts_per_dim (10), raw_per_restart (50), eta (2.0), maxiter (1000; the first phase uses
-    maxiter / 25), batch_size (5), tts_frequency (10), num_w_samples (L, 10: samples of a
-    continuous Z per estimate, drawn once per iteration).
-
-    Three options reproduce what BoRisk's released code does where it departs from the method
-    (defaults: the method; see the module docstring and :class:`RhoKGApxReleased`):
-
-    * ``acq_weights``: ``"mass"`` (the acquisition's inner VaR weights W by the masses of Z) or
-      ``"uniform"`` (it ignores them, as BoRisk's ``AbsKG.__init__`` does by testing
-      ``kwargs.get("weights")`` for a named parameter; the recommendation and the current best keep
-      the masses, as BoRisk's ``current_best`` does). The same for a continuous Z, whose L samples
-      have equal weights anyway.
-    * ``refine``: ``"best"`` (refine the best tenth of the first-phase solutions) or ``"worst"``
-      (the lowest-valued tenth, as BoRisk's ``optimize_outer`` does by sorting ascending).
-    * ``tts_reset``: ``"batch"`` (the two-time-scale memory is reset before every batch of restarts
-      and before the values at the solutions are taken, which then come from a fresh search over S)
-      or ``"iteration"`` (reset only at the start of each of the two phases, as BoRisk's
-      ``optimize_outer`` does: a batch starts from the previous batch's remembered argmaxes, and the
-      values that rank the solutions are L-BFGS-B's last evaluation, with the memory).
+    Options:
+        num_fantasies: K, fantasy observations at a candidate (x, w).
+        num_samples: M, joint posterior samples of f over W in every estimate of E[VaR].
+        low_fantasies: fantasies used to score the raw candidates (at most ``num_fantasies``).
+        restarts_per_dim: L-BFGS-B restarts per dimension of (x, w), d_x + d_z.
+        raw_per_restart: raw scrambled Sobol candidates (x, w) scored per restart; the restarts are
+            drawn from them.
+        eta: the restarts are drawn with weights exp(eta z) on the raw candidates' z-scores, the
+            best always kept (0: uniformly).
+        maxiter: L-BFGS-B iterations of the second phase, which refines a tenth of the first
+            phase's solutions (see ``refine``); the first phase runs maxiter / 25, rounded down.
+        batch_size: first-phase restarts optimized together as one L-BFGS-B problem.
+        tts_frequency: two-time-scale: the argmax over S of each fantasy is searched at every
+            tts_frequency-th evaluation and reused in between (1: at every evaluation).
+        num_w_samples (continuous Z): L, samples of Z drawn once per iteration as the W of every
+            estimate (a discrete Z's W is its support).
+        acq_weights: ``"mass"``: the acquisition's inner VaR weights W by the masses of Z;
+            ``"uniform"``: it ignores them, as BoRisk's ``AbsKG.__init__`` does by testing
+            ``kwargs.get("weights")`` for a named parameter (the recommendation and the current
+            best keep the masses, as BoRisk's ``current_best`` does). The same for a continuous Z,
+            whose L samples have equal weights anyway.
+        refine: ``"best"``: refine the best tenth of the first-phase solutions; ``"worst"``: the
+            lowest-valued tenth, as BoRisk's ``optimize_outer`` does by sorting ascending.
+        tts_reset: ``"batch"``: the two-time-scale memory is reset before every batch of restarts
+            and before the values at the solutions are taken, which then come from a fresh search
+            over S; ``"iteration"``: reset only at the start of each of the two phases, as
+            BoRisk's ``optimize_outer`` does (a batch starts from the previous batch's remembered
+            argmaxes, and the values that rank the solutions are L-BFGS-B's last evaluation, with
+            the memory).
     """
 
     name = "rhokg-apx"
@@ -733,13 +744,17 @@ class RhoKGApx(Algorithm):
 class RhoKGApxReleased(RhoKGApx):
     """rho-KG^apx as BoRisk's last public code runs it: :class:`RhoKGApx` with
     ``acq_weights="uniform"``, ``refine="worst"`` and ``tts_reset="iteration"`` (each can still be
-    set back by its option). Same random streams as ``rhokg-apx``, so on one seed the two differ
-    only by these three behaviours."""
+    set back by its option; the other options are :class:`RhoKGApx`'s). Same random streams as
+    ``rhokg-apx``, so on one seed the two differ only by these three behaviours."""
 
     name = "rhokg-apx-released"
     #: What the released code does, option by option.
     RELEASED: ClassVar[dict[str, str]] = {"acq_weights": "uniform", "refine": "worst",
                                          "tts_reset": "iteration"}
 
-    def __init__(self, problem: Problem, seed_root: int, **options: object) -> None:
-        super().__init__(problem, seed_root, **{**self.RELEASED, **options})
+    # the three defaults named, so that the signature (and ``--describe``) shows them
+    def __init__(self, problem: Problem, seed_root: int, *,
+                 acq_weights: str = RELEASED["acq_weights"], refine: str = RELEASED["refine"],
+                 tts_reset: str = RELEASED["tts_reset"], **options: object) -> None:
+        super().__init__(problem, seed_root, acq_weights=acq_weights, refine=refine,
+                         tts_reset=tts_reset, **options)

@@ -22,8 +22,17 @@ from problems import Problem
 
 
 class StableOpt(Algorithm):
-    """StableOpt on a discrete Z. Options as :class:`algorithms.vucb.VUCB` (beta, n_raw,
-    n_restarts, maxiter), with the same defaults, so that the two searches coincide."""
+    """StableOpt on a discrete Z. Its options are V-UCB's (:class:`algorithms.vucb.VUCB`) on a
+    discrete Z, with the same defaults, so that the two searches coincide.
+
+    Options:
+        beta: the confidence bounds' width beta_t (bounds mu +- beta_t^(1/2) sigma): ``"paper"``,
+            2 log(t^2 pi^2 / 0.6); ``"authors"``, 9; or a positive constant.
+        n_raw: scrambled Sobol x scored per iteration before L-BFGS-B maximizes min_z u(x, z)
+            (unset: 256 per dimension of x).
+        n_restarts: L-BFGS-B starts, the best-scored of those x.
+        maxiter: L-BFGS-B iterations.
+    """
 
     name = "stableopt"
     z_kinds = frozenset({"discrete"})

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import fields
+from typing import ClassVar
 
 from botorch.models import SingleTaskGP
 from torch import Tensor
@@ -41,16 +42,23 @@ class VUCB(Algorithm):
     """V-UCB.
 
     Options:
-        beta: ``"paper"`` (default), ``"authors"`` or a positive constant; see :func:`beta_schedule`.
-        n_raw: quasi-random x scored per iteration (default 256 per dimension of x).
-        n_restarts: L-BFGS-B starts (default 5).
-        maxiter: L-BFGS-B iterations (default 200).
-        With a continuous Z instead of the last three: the fields of :class:`ContinuousSettings`
-        and :class:`algorithms.lnso.LNSOSettings`.
+        beta: the confidence bounds' width beta_t (bounds mu +- beta_t^(1/2) sigma): ``"paper"``,
+            2 log(t^2 pi^2 / 0.6); ``"authors"``, 9 (their code's beta^(1/2) = 3); or a positive
+            constant.
+        n_raw (discrete Z): scrambled Sobol x scored per iteration before L-BFGS-B (unset: 256 per
+            dimension of x).
+        n_restarts (discrete Z): L-BFGS-B starts, the best-scored of those x.
+        maxiter (discrete Z): L-BFGS-B iterations.
+
+    On a continuous Z, x_t comes from LNSO instead: the options besides ``beta`` are then the fields
+    of :class:`ContinuousSettings` and :class:`algorithms.lnso.LNSOSettings` (``option_settings``),
+    and ``n_raw``, ``n_restarts`` and ``maxiter`` are ignored.
     """
 
     name = "vucb"
     z_sample_options = ("n_z", "var_batch")  # LNSO's Z draws per training step; pinball batches
+    option_settings: ClassVar[dict[str, tuple[type, ...]]] = {
+        "continuous": (ContinuousSettings, LNSOSettings)}
 
     @classmethod
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:

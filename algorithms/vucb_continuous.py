@@ -32,12 +32,15 @@ class ContinuousSettings:
 
     Attributes:
         n_starts: LNSO starts, scrambled Sobol points of the iteration's shared x-search seed
-            (authors: 50 grid starts).
-        var_steps, var_batch: Adam steps and fresh Z draws per step of every pinball-loss VaR
-            estimate (scoring LNSO's end points, and VaR of u and l at x_t).
+            (authors: 50 grid starts); their end points and the starts are scored and the best
+            is x_t.
+        var_steps: Adam steps of every pinball-loss VaR estimate (scoring LNSO's end points and
+            starts, and VaR of u and l at x_t).
+        var_batch: fresh Z draws per step of every pinball-loss VaR estimate.
         lv_starts: starts of the lacing-value search, drawn from p(z) for Prob (near the density's
             peak) and uniformly in the support box for Unif (authors: 100).
-        lv_steps, lv_lr: its Adam steps and learning rate (authors: 2000 steps at 1e-3).
+        lv_steps: Adam steps of the lacing-value search (authors: 2000).
+        lv_lr: learning rate of the lacing-value search (authors: 1e-3).
     """
 
     n_starts: int = 5

@@ -35,9 +35,14 @@ class VUCBProbSAA(Algorithm):
     """V-UCB Prob on N quasi-random draws of a continuous Z per iteration.
 
     Options:
-        beta: as for ``vucb-prob``.
-        n_samples: N, draws of Z per iteration (default 256).
-        n_raw, n_restarts, maxiter: the x search, as for ``vucb-prob`` with a discrete Z.
+        beta: the confidence bounds' width beta_t, as for ``vucb-prob``: ``"paper"``,
+            2 log(t^2 pi^2 / 0.6); ``"authors"``, 9; or a positive constant.
+        n_samples: N, the draws of Z of an iteration (scrambled Sobol through Z's quantile function,
+            the same for every x), each of mass 1/N.
+        n_raw: scrambled Sobol x scored per iteration before L-BFGS-B (unset: 256 per dimension of
+            x), as for ``vucb-prob`` on a discrete Z.
+        n_restarts: L-BFGS-B starts, the best-scored of those x.
+        maxiter: L-BFGS-B iterations.
     """
 
     name = "vucb-prob-saa"

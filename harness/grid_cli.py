@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from algorithms.gp import GP_PROFILES
+from harness.catalog import algorithm_lines
 from harness.cell import CellSpec
 from harness.cli import EXIT_USAGE, Parser, UsageError, check_writable, out_location
 from harness.grid import (
@@ -42,36 +43,55 @@ from harness.results import (
     result_files,
 )
 from harness.store import clear_checkpoint, remove_stale_temporaries, write_manifest
+from problems import build_problem
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
 LOCK = "_running.lock"
 
 
+GRID_HELP = f"a named grid ({', '.join(NAMED_GRIDS)}) or a TOML grid file"
+LIST_HELP = ("print the named grids and their sizes, and the registered algorithms with the kinds of Z "
+             "they handle and their options")
+
+
+def add_grid_options(container: argparse._ActionsContainer) -> None:
+    """The options of a grid run besides ``--grid`` (a parser or an argument group)."""
+    container.add_argument("--out", default=None, metavar="DIR|URI",
+                           help="results folder or URI: s3://, gs://, file:// (default results/<grid>)")
+    container.add_argument("--seeds", type=int, default=None, metavar="N",
+                           help="seeds 0..N-1 for every cell group")
+    container.add_argument("--iterations", type=int, default=None, metavar="T",
+                           help="iterations of every cell")
+    container.add_argument("--gp", default=None, metavar="PROFILE",
+                           help=f"GP profile of every cell: {', '.join(GP_PROFILES)} (default: the grid's)")
+    container.add_argument("--only", default=None, metavar="PATTERN",
+                           help="run only cells whose label 'problem/algorithm/seedN [alpha=..] [T=..]' "
+                                "matches (glob if it has *?[, else substring)")
+    container.add_argument("--address", default=None, metavar="ADDR",
+                           help="join this Ray cluster (default: a local Ray)")
+    container.add_argument("--num-cpus", type=int, default=None, metavar="N",
+                           help="CPUs of the local Ray (default: all of this machine's)")
+    container.add_argument("--max-in-flight", type=int, default=None, metavar="N",
+                           help="tasks submitted at once (default: twice the cluster's CPUs)")
+    container.add_argument("--dry-run", action="store_true",
+                           help="run nothing, write nothing: print per group of cells (problem, algorithm, "
+                                "alpha, T, gp, options) how many are done / to run / failed / not "
+                                "available and their estimated CPU minutes, then a cost estimate")
+    container.add_argument("--verbose", action="store_true",
+                           help="with --dry-run: also list every cell, its state and its estimate")
+    container.add_argument("--retry-failed", action="store_true", help="rerun only the failed cells")
+    container.add_argument("--force", action="store_true", help="recompute finished cells too")
+    container.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="python -m harness.run --grid", description="Run a grid of cells on Ray.")
+    parser = Parser(prog="python -m harness.run --grid", description="Run a grid of cells on Ray.",
+                    epilog="python -m harness.run --help: both modes, one cell and a grid.")
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--grid", help=f"a named grid ({', '.join(NAMED_GRIDS)}) or a TOML grid file")
-    what.add_argument("--list", action="store_true", help="print the named grids and their sizes")
-    parser.add_argument("--out", default=None,
-                        help="results folder or URI: s3://, gs://, file:// (default results/<grid>)")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 for every cell group")
-    parser.add_argument("--iterations", type=int, default=None, help="iterations of every cell")
-    parser.add_argument("--gp", default=None, metavar="PROFILE",
-                        help=f"GP profile of every cell: {', '.join(GP_PROFILES)} (default: the grid's)")
-    parser.add_argument("--only", default=None, metavar="PATTERN",
-                        help="run only cells whose label 'problem/algorithm/seedN [alpha=..] [T=..]' "
-                             "matches (glob if it has *?[, else substring)")
-    parser.add_argument("--address", default=None, help="join this Ray cluster (default: a local Ray)")
-    parser.add_argument("--num-cpus", type=int, default=None,
-                        help="CPUs of the local Ray (default: all of this machine's)")
-    parser.add_argument("--max-in-flight", type=int, default=None,
-                        help="tasks submitted at once (default: twice the cluster's CPUs)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print the cells (done / to run / failed / not available) and a cost estimate")
-    parser.add_argument("--retry-failed", action="store_true", help="rerun only the failed cells")
-    parser.add_argument("--force", action="store_true", help="recompute finished cells too")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    what.add_argument("--grid", metavar="NAME|FILE", help=GRID_HELP)
+    what.add_argument("--list", action="store_true", help=LIST_HELP)
+    add_grid_options(parser)
     return parser
 
 
@@ -91,6 +111,8 @@ def _grid(args: argparse.Namespace) -> tuple[Grid, list[CellSpec]]:
         raise UsageError("--num-cpus sizes a local Ray; it cannot be combined with --address")
     if args.force and args.retry_failed:
         raise UsageError("--force and --retry-failed exclude each other")
+    if args.verbose and not args.dry_run:
+        raise UsageError("--verbose lists the cells of a --dry-run; add --dry-run")
     try:
         grid = with_overrides(resolve_grid(args.grid), args.seeds, args.iterations, args.gp)
     except GridError as error:
@@ -141,6 +163,70 @@ def _print_unavailable(cells: list[CellSpec]) -> None:
         print(f"  {problem} x {algorithm}: {n} cells ({reason})")
 
 
+#: The columns of the dry run's table of groups: (heading, state counted), in order.
+STATE_COLUMNS = (("done", "done"), ("to run", "to run"), ("failed", "failed"),
+                 ("missing", "missing"), ("n/a", "not available"))
+
+
+def group_key(spec: CellSpec) -> tuple:
+    """The cells of one line of the dry run: all but the seed in common."""
+    return (spec.problem, spec.algorithm, spec.alpha, spec.options, spec.gp, spec.iterations, spec.kind)
+
+
+def problem_defaults(name: str) -> tuple[float, int] | None:
+    """The problem's default alpha and iterations, or None where it does not build here."""
+    try:
+        problem = build_problem(name, with_optimum=False)
+    except (KeyError, ValueError):
+        return None
+    return problem.alpha, problem.iterations
+
+
+def print_groups(cells: list[CellSpec], shown: dict[CellSpec, str], cost: dict[CellSpec, float]) -> None:
+    """One line per :func:`group_key` group (in the grid's order): its problem, algorithm, alpha and
+    iterations (the problem's where the grid sets none), GP profile, the cells in each state and
+    the estimated CPU minutes of those to run, and its options; then the totals. ``missing`` is a
+    column only where some cell is neither done, failed, unavailable nor to run (``--retry-failed``
+    leaves the missing ones)."""
+    def minutes_text(seconds: float) -> str:  # two digits at least: a cell takes a second or more
+        minutes = seconds / 60
+        return "-" if not seconds else f"{minutes:.2f}" if minutes < 1 else f"{minutes:.1f}"
+
+    groups: dict[tuple, list[CellSpec]] = {}
+    for spec in cells:
+        groups.setdefault(group_key(spec), []).append(spec)
+    defaults = {name: problem_defaults(name) for name in {spec.problem for spec in cells}}
+    states = [(heading, state) for heading, state in STATE_COLUMNS
+              if state != "missing" or "missing" in shown.values()]
+    rows = []
+    for members in groups.values():
+        spec = members[0]
+        known = defaults[spec.problem]
+        alpha = spec.alpha if spec.alpha is not None else known[0] if known else None
+        iterations = spec.iterations if spec.iterations is not None else known[1] if known else None
+        if spec.kind != "bo":  # a timing cell runs no BO iterations
+            iterations = None
+        counts = Counter(shown[c] for c in members)
+        seconds = sum(cost.get(c, 0.0) for c in members)
+        options = " ".join(f"{name}={value}" for name, value in spec.options)
+        if spec.kind != "bo":
+            options = f"[{spec.kind}] {options}".rstrip()
+        rows.append([spec.problem, spec.algorithm, "-" if alpha is None else f"{alpha:.4g}",
+                     "-" if iterations is None else str(iterations), spec.gp,
+                     *(str(counts[state]) for _, state in states),
+                     minutes_text(seconds), options])
+    total = Counter(shown.values())
+    rows.append(["total", f"{len(groups)} groups", "", "", "", *(str(total[state]) for _, state in states),
+                 minutes_text(sum(cost.values())), ""])
+    header = ["problem", "algorithm", "alpha", "T", "gp", *(h for h, _ in states), "CPU min", "options"]
+    right = {2, 3, *range(5, len(header) - 1)}  # numbers
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        cells_text = [text.rjust(width) if i in right else text.ljust(width)
+                      for i, (text, width) in enumerate(zip(row, widths, strict=True))]
+        print("  ".join(cells_text).rstrip())
+
+
 def _duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
@@ -151,10 +237,13 @@ def _duration(seconds: float) -> str:
 
 def _list() -> int:
     width = max(len(name) for name in NAMED_GRIDS)
+    print("named grids (--grid NAME; --grid FILE.toml for your own):")
     for name, factory in NAMED_GRIDS.items():
         grid = factory()
         available = sum(unavailable_reason(c) is None for c in grid.cells)
-        print(f"{name:{width}s} {len(grid.cells):4d} cells ({available} available now): {grid.description}")
+        print(f"  {name:{width}s} {len(grid.cells):4d} cells ({available} available now): {grid.description}")
+    print()
+    print("\n".join(algorithm_lines()))
     return 0
 
 
@@ -264,11 +353,16 @@ def main(argv: list[str]) -> int:
         cpus = args.num_cpus or os.cpu_count() or 1
         estimate += f", {_duration(sum(costs) / cpus)} on {cpus} CPUs"
     if args.dry_run:
-        run_set = set(to_run)
-        for spec in cells:
-            state = "to run" if spec in run_set else states[spec]
-            cost = f"  ~{estimate_seconds(spec, rates):.0f} s" if spec in run_set else ""
-            print(f"  {state:13s} {cell_label(spec)}{cost}")
+        cost = dict(zip(to_run, costs, strict=True))
+        shown = {spec: "to run" if spec in cost else states[spec] for spec in cells}
+        if args.verbose:
+            for spec in cells:
+                seconds = f"  ~{cost[spec]:.0f} s" if spec in cost else ""
+                print(f"  {shown[spec]:13s} {cell_label(spec)}{seconds}")
+        print_groups(cells, shown, cost)
+        if rates:
+            print(f"cost: the measured seconds per iteration of the finished cells in {out} for "
+                  f"{len(rates)} (problem, algorithm) pair(s), the built-in table for the rest")
         print(f"to run: {len(to_run)} cells, {estimate} (estimate)")
         return 0
     if counts["failed"] and not args.retry_failed and not args.force:

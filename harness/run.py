@@ -7,8 +7,10 @@ One cell, without Ray:
 A grid, on Ray (see :mod:`harness.grid_cli` and README, "Grids"):
 
     python -m harness.run --grid paper [--out DIR] [--seeds N] [--iterations T] [--only PATTERN]
-        [--address ADDR] [--num-cpus N] [--dry-run] [--retry-failed] [--force]
-    python -m harness.run --list
+        [--address ADDR] [--num-cpus N] [--dry-run [--verbose]] [--retry-failed] [--force]
+
+What exists, running nothing: ``--list`` (the named grids, the algorithms and their options),
+``--describe ALGORITHM`` (its options' defaults and meanings), ``--help`` (both modes' options).
 
 Bad input (unknown names, alpha outside (0, 1), negative seed or iterations, bad algorithm options,
 an --out that cannot be written) gives a one-line error and exit code 2, before anything is
@@ -36,12 +38,15 @@ if __name__ == "__main__":
 
 import argparse
 import math
+import textwrap
 import time
 
 import torch
 
 from algorithms import ALGORITHMS, algorithm_factory, build_algorithm
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
+from harness.catalog import describe
+from harness.catalog import width as catalog_width
 from harness.cell import CellSpec, run_cell
 from harness.cli import (
     EXIT_CELL_FAILED,
@@ -55,27 +60,106 @@ from harness.cli import (
 from harness.store import write_cell
 from problems import PROBLEMS, build_problem, get_problem
 
+PROG = "python -m harness.run"
+
+OVERVIEW = f"""\
+usage: {PROG} --problem NAME --algorithm NAME [cell options]
+       {PROG} --grid NAME|FILE [grid options]
+       {PROG} --list | --describe ALGORITHM | --help
+
+Run risk-averse Bayesian optimization cells (a problem, an algorithm, a
+seed) and store each cell's rows as Parquet. Two modes:
+  one cell  --problem and --algorithm: one run, in this process, no Ray;
+  a grid    --grid: many cells as Ray tasks, one CPU each, each written as
+            it finishes; the same command resumes after an interruption,
+            and --dry-run shows what would run.
+"""
+
+EPILOG = """\
+Exit codes: 0 done (a grid: every available cell); 1 a cell failed; 2 bad
+input (one line on stderr, before anything is computed or written); 130
+interrupted (Ctrl-C, SIGTERM).
+"""
+
+#: The column at which every section of ``--help`` starts its options' help.
+HELP_COLUMN = 24
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse aligns each parser's help on its own longest option; --help joins three parsers'
+    (one per section), so all start at :data:`HELP_COLUMN` instead."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=HELP_COLUMN, width=min(80, catalog_width()) - 2)
+        self._action_max_length = HELP_COLUMN  # the column is min(this + 2, max_help_position)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:  # names like robot-push-3-2 stay whole
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+def add_cell_arguments(container: argparse._ActionsContainer) -> None:
+    """The options of one cell (a parser or an argument group)."""
+    container.add_argument("--problem", required=True, metavar="NAME",
+                           help=f"required: one of {', '.join(PROBLEMS)}; or your own, as MODULE:ATTR")
+    container.add_argument("--algorithm", required=True, metavar="NAME",
+                           help=f"required: one of {', '.join(ALGORITHMS)}; or your own, as MODULE:ATTR")
+    container.add_argument("--seed", type=int, default=0, metavar="N", help="run index, >= 0 (default 0)")
+    container.add_argument("--iterations", type=int, default=None, metavar="T",
+                           help="BO iterations after the initial design (default: the problem's)")
+    container.add_argument("--alpha", type=float, default=None,
+                           help="risk level in (0, 1) (default: the problem's)")
+    container.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                           help="algorithm option, repeatable (VALUE parsed as JSON if it can be); "
+                                "--describe ALGORITHM lists them")
+    container.add_argument("--gp", default=DEFAULT_GP, metavar="PROFILE",
+                           help=f"GP profile: {', '.join(GP_PROFILES)} (default {DEFAULT_GP})")
+    container.add_argument("--out", default="results/single", metavar="DIR",
+                           help="results folder (default results/single)")
+    container.add_argument("--threads", type=int, default=1, metavar="N",
+                           help="torch threads (default 1, as in the grid, so results match it)")
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="python -m harness.run", description="Run a VaR BO cell.")
-    parser.add_argument("--problem", required=True,
-                        help=f"one of: {', '.join(PROBLEMS)}; or your own, as MODULE:ATTR")
-    parser.add_argument("--algorithm", required=True,
-                        help=f"one of: {', '.join(ALGORITHMS)}; or your own, as MODULE:ATTR")
-    parser.add_argument("--seed", type=int, default=0, help="run index, >= 0 (default 0)")
-    parser.add_argument("--iterations", type=int, default=None,
-                        help="BO iterations after the initial design (default: the problem's)")
-    parser.add_argument("--alpha", type=float, default=None,
-                        help="risk level in (0, 1) (default: the problem's)")
-    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
-                        help="algorithm option, repeatable (VALUE parsed as JSON if it can be)")
-    parser.add_argument("--gp", default=DEFAULT_GP, metavar="PROFILE",
-                        help=f"GP profile: {', '.join(GP_PROFILES)} (default {DEFAULT_GP})")
-    parser.add_argument("--out", default="results/single",
-                        help="results folder (default results/single)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads (default 1, as in the grid, so results match it)")
+    parser = Parser(prog=PROG, description="Run a VaR BO cell.", add_help=False)
+    add_cell_arguments(parser)
     return parser
+
+
+def _section(title: str) -> tuple[Parser, argparse._ArgumentGroup]:
+    parser = Parser(prog=PROG, usage=argparse.SUPPRESS, add_help=False, formatter_class=_HelpFormatter)
+    return parser, parser.add_argument_group(title)
+
+
+def help_text() -> str:
+    """``--help``: the overview, then the options of one cell, of a grid, and the information
+    options, each with its help, then the exit codes."""
+    from harness.grid_cli import GRID_HELP, LIST_HELP, add_grid_options  # no Ray: imported lazily there
+
+    cell, group = _section("one cell (--problem, --algorithm), without Ray")
+    add_cell_arguments(group)
+    grid, group = _section("a grid (--grid), on Ray")
+    group.add_argument("--grid", metavar="NAME|FILE", help=GRID_HELP)
+    add_grid_options(group)
+    info, group = _section("information (runs nothing)")
+    group.add_argument("--list", action="store_true", help=LIST_HELP)
+    group.add_argument("--describe", metavar="ALGORITHM", help=DESCRIBE_HELP)
+    group.add_argument("-h", "--help", action="store_true", help="this help (--grid X --help: the grid's)")
+    return "\n".join([OVERVIEW, *(p.format_help() for p in (cell, grid, info)), EPILOG])
+
+
+DESCRIBE_HELP = ("print an algorithm's options (a registered name, or MODULE:ATTR): per kind of Z, each "
+                 "with its default and meaning")
+
+
+def _describe(argv: list[str]) -> int:
+    """``--describe ALGORITHM``, alone."""
+    parser = Parser(prog=PROG, add_help=False)
+    parser.add_argument("--describe", required=True, metavar="ALGORITHM")
+    args, others = parser.parse_known_args(argv)
+    if others:
+        raise UsageError(f"--describe takes no other arguments, got {' '.join(others)}")
+    print(describe(args.describe))
+    return 0
 
 
 def validate(args: argparse.Namespace) -> CellSpec:
@@ -112,8 +196,21 @@ def _is_grid_command(argv: list[str]) -> bool:
     return any(a in ("--grid", "--list") or a.startswith("--grid=") for a in argv)
 
 
+def _has(argv: list[str], *options: str) -> bool:
+    return any(a in options or a.split("=", 1)[0] in options for a in argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if _has(argv, "-h", "--help") and not _has(argv, "--grid"):  # --grid X --help: the grid's help
+        print(help_text(), end="")
+        return 0
+    if _has(argv, "--describe"):
+        try:
+            return _describe(argv)
+        except UsageError as error:
+            print(f"harness.run: error: {error}", file=sys.stderr)
+            return EXIT_USAGE
     if _is_grid_command(argv):
         from harness.grid_cli import main as grid_main  # imports Ray only for grids
 
@@ -155,7 +252,12 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on Ctrl-C is KeyboardInterrupt
     try:
-        sys.exit(main())
+        code = main()
+        sys.stdout.flush()  # here, so that a reader that has left is caught below
     except KeyboardInterrupt:  # the grid handles its own; this is the single cell, or parsing
         print("harness.run: interrupted", file=sys.stderr)
         sys.exit(130)
+    except BrokenPipeError:  # the reader left (``--list | head``): stop quietly, as SIGPIPE would
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
+        sys.exit(141)
+    sys.exit(code)

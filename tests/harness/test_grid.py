@@ -1,6 +1,7 @@
 """Grids as data and the grid command line's input checks (no Ray: everything here fails before it)."""
 
 import itertools
+import re
 import socket
 import subprocess
 import sys
@@ -214,18 +215,25 @@ def test_list_and_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture,
     monkeypatch.delitem(PROBLEMS, "robot-push-3-2", raising=False)  # so one group is not available
     assert main(["--list"]) == 0
     listing = capsys.readouterr().out
-    words = listing.split()
-    assert words[words.index("smoke") + 1] == str(len(smoke_grid().cells))
-    assert words[words.index("paper") + 1] == "510"
+    # by each grid's line (a description may name another grid: "the paper grid's panels")
+    sizes = {line.split()[0]: line.split()[1] for line in listing.split("\n\n")[0].splitlines()[1:]}
+    assert sizes["smoke"] == str(len(smoke_grid().cells))
+    assert sizes["paper"] == "510"
     out = tmp_path / "never"
     assert main(["--grid", "paper", "--dry-run", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert not out.exists()
     available = sum(unavailable_reason(c) is None for c in paper_grid().cells)
-    assert text.count("\n  to run ") == available
-    assert text.count("\n  not available ") == 510 - available
+    # one line per group of 10 seeds: the unavailable group's has its 10 cells as n/a
+    assert "\n  to run " not in text  # no per-cell lines without --verbose
+    assert re.search(r"^robot-push-3-2 +rhokg-apx +- +100 +paper +0 +0 +0 +10 +- *$", text, re.M)  # alpha: -
     assert "robot-push-3-2 x rhokg-apx: 10 cells" in text
-    assert "to run: " in text and "CPU time" in text
+    assert f"to run: {available} cells" in text and "CPU time" in text
+    assert main(["--grid", "paper", "--dry-run", "--verbose", "--out", str(out)]) == 0
+    verbose = capsys.readouterr().out
+    assert verbose.count("\n  to run ") == available
+    assert verbose.count("\n  not available ") == 510 - available
+    assert verbose.endswith(text[text.index("\nproblem "):])  # the cells, then the same table and estimate
 
 
 def test_a_second_driver_on_the_same_folder_is_refused(tmp_path: Path,

@@ -1,0 +1,119 @@
+"""What ``python -m harness.run --list`` and ``--describe ALGORITHM`` print about the algorithms:
+their kinds of Z and their options, with defaults and meanings read from the code
+(:func:`algorithms.describe_options`). Plain text; nothing here imports Ray or runs anything."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import shutil
+import textwrap
+
+from algorithms import ALGORITHMS, algorithm_factory, describe_options
+from algorithms.describe import REQUIRED, OptionDoc, plain_text
+from harness.cli import UsageError
+
+KINDS = ("discrete", "continuous")
+
+
+def width() -> int:
+    """The terminal's width (100 when not a terminal), at least 60."""
+    return max(60, shutil.get_terminal_size((100, 24)).columns)
+
+
+def format_default(value: object) -> str:
+    """A default as ``--option NAME=VALUE`` reads it (JSON: ``"paper"``, ``null``, ``0.1``), or
+    ``(required)``."""
+    if value is REQUIRED:
+        return "(required)"
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _wrap(text: str, first: str, indent: int, columns: int) -> list[str]:
+    return textwrap.wrap(text, columns, initial_indent=first, subsequent_indent=" " * indent,
+                         break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+
+
+def _kinds(factory: type) -> list[str]:
+    return [k for k in KINDS if k in factory.z_kinds]
+
+
+def option_summary(options: list[OptionDoc], kinds: list[str]) -> str:
+    """The option names, those of one kind of Z only marked as such: ``beta; on a discrete Z:
+    n_raw, ...``."""
+    common = [o.name for o in options if o.z_kind is None]
+    parts = [", ".join(common)] if common else []
+    for kind in kinds:
+        only = [o.name for o in options if o.z_kind == kind]
+        if only and len(kinds) > 1:
+            parts.append(f"on a {kind} Z: {', '.join(only)}")
+        elif only:
+            parts.append(", ".join(only))
+    return "; ".join(parts) or "no options"
+
+
+def algorithm_lines(columns: int | None = None) -> list[str]:
+    """The ``--list`` section of the registered algorithms: name, kinds of Z, options."""
+    columns = columns or width()
+    lines = ["algorithms (--algorithm NAME; --describe NAME: their options' defaults and meanings):"]
+    name_width = max(len(k) for k in ALGORITHMS)
+    kind_width = len(", ".join(KINDS))
+    indent = 2 + name_width + 2 + kind_width + 2
+    for key, factory in ALGORITHMS.items():
+        first = f"  {key:{name_width}s}  {', '.join(_kinds(factory)):{kind_width}s}  "
+        summary = option_summary(describe_options(factory), _kinds(factory))
+        lines += _wrap(summary, first, indent, columns)
+    return lines
+
+
+def _summary_line(factory: type) -> str:
+    """The first paragraph of the class docstring, on one line."""
+    doc = inspect.getdoc(factory) or ""
+    return plain_text(doc.split("\n\n", 1)[0])
+
+
+def _table(options: list[OptionDoc], columns: int, aligned: list[OptionDoc]) -> list[str]:
+    """One line or more per option: name, default, meaning, in columns as wide as ``aligned``'s."""
+    name_width = max(len(o.name) for o in aligned)
+    default_width = max(len(format_default(o.default)) for o in aligned)
+    indent = 2 + name_width + 2 + default_width + 2
+    lines = []
+    for option in options:
+        first = f"  {option.name:{name_width}s}  {format_default(option.default):{default_width}s}  "
+        lines += _wrap(option.meaning or "(undocumented)", first, indent, columns)
+    return lines
+
+
+def describe(name: str, columns: int | None = None) -> str:
+    """The text of ``--describe NAME``: the algorithm, the kinds of Z it handles and each option
+    with its default and meaning: those that apply on every kind of Z it handles, then those of one
+    kind only, by kind.
+    :class:`UsageError` with the reason if ``name`` is not an algorithm."""
+    columns = columns or width()
+    try:
+        factory = algorithm_factory(name)
+    except KeyError as error:
+        raise UsageError(error.args[0]) from None
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    kinds = _kinds(factory)
+    options = describe_options(factory)
+    lines = _wrap(f"{name}: {_summary_line(factory)}", "", 2, columns)
+    target = "the optimal VaR" if factory.target == "var" else "the worst case max_x min_z f"
+    lines += _wrap(f"class {factory.__module__}.{factory.__qualname__}; handles a {' or a '.join(kinds)} "
+                   f"Z; regret against {target}.", "", 2, columns)
+    lines += ["", *_wrap("Options: --option NAME=VALUE (one cell), options = { NAME = VALUE } (a grid "
+                         "file); defaults as JSON.", "", 2, columns)]
+    if not options:
+        return "\n".join([*lines, "", "No options."])
+    common = [o for o in options if o.z_kind is None or len(kinds) == 1]
+    if common:
+        lines += ["", f"On a {' or a '.join(kinds)} Z:", *_table(common, columns, options)]
+    for kind in kinds if len(kinds) > 1 else []:
+        only = [o for o in options if o.z_kind == kind]
+        if only:
+            lines += ["", f"On a {kind} Z only:", *_table(only, columns, options)]
+    return "\n".join(lines)
