@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from matplotlib.ticker import LogLocator, MaxNLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from analysis.claims import CONTINUOUS, DISCRETE
 
@@ -436,6 +436,18 @@ def value_figure(bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle]
     return BEST_VALUE, title, _save(fig, out, BEST_VALUE)
 
 
+def _log_ticks(ax) -> None:
+    """A log x axis with labels that never collide: decades only, or 1-2-5 within them when the data
+    span less than two decades (matplotlib would label the minor ticks then, and they overlap)."""
+    ax.set_xscale("log")
+    low, high = ax.get_xlim()
+    narrow = high / low < 100
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,), numticks=8))
+    if narrow:  # plain numbers: matplotlib's log formatter labels only some of 1-2-5
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def timing_figure(timing: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle], out: Path
                   ) -> tuple[str, str, dict[str, Path]]:
     """Median and interquartile range of per-iteration acquisition and fit time, and total cell time,
@@ -465,8 +477,7 @@ def timing_figure(timing: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyl
             err = np.vstack([med - rows[f"{prefix}_q25"].to_numpy(), rows[f"{prefix}_q75"].to_numpy() - med])
             handles.append(ax.errorbar(med, y, xerr=np.clip(err, 0, None), fmt=style.marker,
                                        color=style.colour, markersize=4, capsize=2, linestyle="none"))
-        ax.set_xscale("log")
-        ax.xaxis.set_major_locator(LogLocator(numticks=6))
+        _log_ticks(ax)
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels if ax is axes.flat[0] else [""] * len(labels), fontsize=8)
         ax.set_ylim(len(labels) - 0.5, -0.5)
