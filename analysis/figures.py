@@ -231,8 +231,8 @@ def _texts(fig) -> list:
 
 def layout_problems(fig) -> list[str]:
     """What a reader would see wrong in ``fig`` as drawn: a text (title, label, tick label, legend
-    entry, key line) outside the canvas, a figure legend over a panel, overlapping tick labels of an
-    axis. Empty when none."""
+    entry, key line) outside the canvas, a figure legend over a panel, panel titles that run into
+    each other, overlapping tick labels of an axis. Empty when none."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     canvas = fig.bbox
@@ -248,6 +248,12 @@ def layout_problems(fig) -> list[str]:
         for ax in panels:
             if box.overlaps(ax.get_window_extent(renderer)):
                 problems.append(f"the figure legend covers the panel {ax.get_title()[:40]!r}")
+    titles = [(ax.title, ax.title.get_window_extent(renderer)) for ax in panels if ax.get_title()]
+    for i, (first, a) in enumerate(titles):
+        for second, b in titles[i + 1:]:
+            if a.overlaps(b):
+                problems.append(f"the panel titles {first.get_text()[:30]!r} and {second.get_text()[:30]!r} "
+                                "overlap")
     for ax in panels:
         for axis in (ax.xaxis, ax.yaxis):
             labels = _drawn_tick_labels(axis)
@@ -318,6 +324,7 @@ def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str
     title = problem + (f", alpha={alpha:.4g}" if show_alpha else "")
     if seeds:
         title += f" ({_seeds_text(seeds)})"
+    title = textwrap.fill(title, 60)  # a long import path of the user's own problem
     if floors:  # the rest of a series' seeds are above the floor: its mean is not the floor
         title += "\n" + textwrap.fill("at the floor at the end: " + ", ".join(floors), 70)
     ax.set_title(title, fontsize=9)
@@ -438,9 +445,14 @@ def value_figure(bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle]
 
 def _log_ticks(ax) -> None:
     """A log x axis with labels that never collide: decades only, or 1-2-5 within them when the data
-    span less than two decades (matplotlib would label the minor ticks then, and they overlap)."""
+    span less than two decades (matplotlib would label the minor ticks then, and they overlap), on
+    at least a decade (a narrower span leaves matplotlib to pick linear ticks with long labels)."""
     ax.set_xscale("log")
     low, high = ax.get_xlim()
+    if high / low < 10:  # widened to a decade around the data: at least three 1-2-5 ticks fall in it
+        centre = float(np.sqrt(low * high))
+        low, high = centre / np.sqrt(10.0), centre * np.sqrt(10.0)
+        ax.set_xlim(low, high)
     narrow = high / low < 100
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,), numticks=8))
     if narrow:  # plain numbers: matplotlib's log formatter labels only some of 1-2-5

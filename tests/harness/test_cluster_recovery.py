@@ -30,6 +30,9 @@ from ray.cluster_utils import Cluster  # noqa: E402
 CELLS = [CellSpec.make(p, "random", s, 2) for p in ("branin-1-1-discrete", "goldstein-1-1-discrete")
          for s in range(4)]
 
+#: minutes of multi-node Ray: run by `pytest -m slow` (the second step of .ci/run)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def head():

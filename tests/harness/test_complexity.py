@@ -139,6 +139,7 @@ def test_the_grid_covers_every_feasible_size_and_says_where_it_stops() -> None:
     assert len(complexity_cells(sizes_d=(10,), sizes_z=(16,), repeats=2)) == 5
 
 
+@pytest.mark.slow
 def test_reduced_complexity_grid_through_the_command_line_and_the_report(tmp_path: Path) -> None:
     out, report = tmp_path / "complexity", tmp_path / "report"
     # |D| in {10, 20} x |Dz| in {16, 64}, V-UCB Prob and StableOpt on a discrete Z

@@ -24,6 +24,7 @@ def grid_cli(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_smoke_grid_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "smoke"
     start = time.perf_counter()
@@ -58,6 +59,7 @@ algorithms = ["random", "vucb-prob"]
 """
 
 
+@pytest.mark.slow
 def test_driver_killed_mid_grid_then_resumed(tmp_path: Path) -> None:
     grid_file = tmp_path / "kill.toml"
     grid_file.write_text(KILL_GRID)
@@ -134,6 +136,7 @@ def _interrupt(driver: subprocess.Popen, group: bool, sig: int = signal.SIGINT) 
     return stdout, stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("group", "sig"), [(False, signal.SIGINT), (True, signal.SIGINT),
                                            (False, signal.SIGTERM)], ids=["driver", "group", "sigterm"])
 def test_ctrl_c_stops_cleanly(tmp_path: Path, group: bool, sig: int) -> None:

@@ -41,6 +41,7 @@ def _rows(path: Path) -> list[dict]:
     return pq.read_table(path).to_pylist()
 
 
+@pytest.mark.slow
 def test_own_problem_and_algorithm_run_as_a_cell_and_a_grid_and_reach_the_report(tmp_path: Path) -> None:
     out = tmp_path / "out"
     single = _run("-m", "harness.run", "--problem", "toy_plugin:toy_problem", "--algorithm", "vucb-prob",

@@ -86,6 +86,7 @@ def test_worst_case_is_the_minimum_over_the_support_box(name: str) -> None:
         assert float(p.f(x[i], inside).min()) >= float(worst[i]) - 1e-12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CONTINUOUS)
 def test_optimum_is_attained_and_not_beaten_by_random_points(name: str) -> None:
     p = build_problem(name)

@@ -29,6 +29,7 @@ def test_table_covers_every_problem_and_names_its_command() -> None:
     assert set(payload["problems"]) == set(NAMES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", GRID_SEARCHED)
 def test_search_reproduces_the_table(name: str) -> None:
     stored = load_table()[name]
