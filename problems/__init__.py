@@ -4,7 +4,7 @@ from problems.base import Optimum, Problem
 from problems.distributions import DiscreteZ, TruncatedNormalZ, gaussian_grid
 from problems.plugins import PluginError
 from problems.registry import PROBLEMS, build_problem, check_problem, get_problem, z_kind_of
-from problems.risk import weighted_var
+from problems.risk import weighted_cvar, weighted_var
 
 __all__ = [
     "PROBLEMS",
@@ -17,6 +17,7 @@ __all__ = [
     "check_problem",
     "gaussian_grid",
     "get_problem",
+    "weighted_cvar",
     "weighted_var",
     "z_kind_of",
 ]

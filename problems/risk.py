@@ -1,8 +1,8 @@
 """Risk measures of discrete weighted distributions.
 
-The weighted Value-at-Risk lives here, in the lowest layer, because both the problems (true VaR of
-f(x, Z), used for regret) and the algorithms (VaR of the confidence bounds and of the posterior mean)
-need exactly the same definition.
+The weighted Value-at-Risk (and the Conditional Value-at-Risk, the lower-tail mean) live here, in
+the lowest layer, because both the problems (true VaR of f(x, Z), used for regret) and the
+algorithms (VaR of the confidence bounds and of the posterior mean) need exactly the same definition.
 """
 
 from __future__ import annotations
@@ -45,6 +45,45 @@ def weighted_var(values: Tensor, masses: Tensor, alpha: float) -> Tensor:
     with torch.no_grad():
         index = var_index(values.detach(), masses.detach(), alpha)
     return torch.gather(values, -1, index.unsqueeze(-1)).squeeze(-1)
+
+
+def weighted_cvar(values: Tensor, masses: Tensor, alpha: float) -> Tensor:
+    """Lower-tail mean (Conditional Value-at-Risk) of a discrete weighted distribution, batched.
+
+    With the values sorted ascending, v_(1) <= ... <= v_(n), their masses p_(i) and cumulative
+    masses C_i = p_(1) + ... + p_(i) (C_0 = 0), k the last index with C_k <= alpha::
+
+        CVaR_alpha(F) = (1 / alpha) [ sum_{i <= k} p_(i) v_(i) + (alpha - C_k) v_(k+1) ],
+
+    i.e. each sorted value weighs the part of its mass that lies in [0, alpha] of the cumulative
+    scale, min(C_i, alpha) - min(C_{i-1}, alpha). It equals (1 / alpha) times the integral of
+    VaR_u(F) over u in (0, alpha], lies between the minimum and VaR_alpha(F), and is continuous in
+    alpha, the values and the masses. Ties: equal values may come in any order, the sum is the same.
+    Differentiable in ``values`` (the sort is a permutation; gradients reach the tail's entries).
+
+    Args:
+        values: ``batch_shape x n`` realizations.
+        masses: ``n`` or ``batch_shape x n`` non-negative masses that sum to one along the last
+            dimension (not re-normalized here).
+        alpha: risk level in (0, 1).
+
+    Returns:
+        ``batch_shape`` tensor of CVaR values.
+
+    Example:
+        >>> weighted_cvar(torch.tensor([3.0, 1.0, 2.0]), torch.tensor([0.2, 0.3, 0.5]), 0.5)
+        tensor(1.4000)
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+    order = torch.argsort(values.detach(), dim=-1, stable=True)
+    ordered = torch.gather(values, -1, order)
+    ordered_masses = torch.gather(masses.expand_as(values), -1, order)
+    cumulative = torch.cumsum(ordered_masses, dim=-1)
+    # min(C_i, alpha) - min(C_{i-1}, alpha): the shares telescope to exactly min(C_n, alpha) = alpha
+    reached = torch.clamp(cumulative, max=alpha)
+    share = torch.diff(reached, dim=-1, prepend=torch.zeros_like(reached[..., :1]))
+    return (share * ordered).sum(dim=-1) / alpha
 
 
 def var_index(values: Tensor, masses: Tensor, alpha: float) -> Tensor:

@@ -1,4 +1,5 @@
-"""Weighted VaR against the definition, evaluated by brute force in exact rational arithmetic."""
+"""Weighted VaR and CVaR against their definitions: brute force in exact rational arithmetic, expanded
+samples and the integral of VaR over the lower levels."""
 
 from fractions import Fraction
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from problems.risk import weighted_var
+from problems.risk import weighted_cvar, weighted_var
 
 
 def brute_force_var(values: list[float], masses: list[Fraction], alpha: Fraction) -> float:
@@ -96,3 +97,81 @@ def test_partial_sort_path_and_its_fallback_agree_with_a_full_sort() -> None:
         first = np.argmax(cumulative >= alpha - 1e-12, axis=-1)
         expected = np.take_along_axis(values, order, -1)[np.arange(500), first]
         np.testing.assert_array_equal(got, expected)
+
+
+# ---------------------------------------------------------------------------------------------------
+# weighted CVaR: the lower-tail mean
+
+
+def test_cvar_equals_the_mean_of_the_lowest_values_of_the_expanded_sample() -> None:
+    """Masses c_i / N with integer counts: the distribution is N equally likely draws (value i
+    repeated c_i times), and at alpha = m / N its CVaR is the mean of the m smallest draws."""
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 12))
+        counts = rng.integers(0, 6, size=n)
+        counts[rng.integers(n)] += 1  # at least one draw
+        total = int(counts.sum())
+        values = np.round(rng.normal(size=n), 1)  # rounding makes ties
+        m = int(rng.integers(1, total)) if total > 1 else 1
+        if m >= total:
+            continue
+        draws = np.sort(np.repeat(values, counts))
+        got = weighted_cvar(torch.tensor(values), torch.tensor(counts / total), m / total)
+        assert float(got) == pytest.approx(draws[:m].mean(), abs=1e-12)
+
+
+def test_cvar_is_the_integral_of_var_over_the_lower_levels() -> None:
+    """(1 / alpha) times the integral of VaR_u over (0, alpha], with VaR_u = the first sorted value
+    whose cumulative mass reaches u (numpy's searchsorted) on a midpoint grid of u."""
+    rng = np.random.default_rng(1)
+    values = rng.normal(size=(50, 30))
+    masses = rng.dirichlet(np.ones(30), size=50)
+    for alpha in (0.03, 0.1, 0.37, 0.9):
+        u = (np.arange(200_000) + 0.5) / 200_000 * alpha
+        expected = []
+        for row, mass in zip(values, masses, strict=True):
+            order = np.argsort(row, kind="stable")
+            cumulative = np.cumsum(mass[order])
+            index = np.minimum(np.searchsorted(cumulative, u, side="left"), row.size - 1)
+            expected.append(row[order][index].mean())
+        got = weighted_cvar(torch.tensor(values), torch.tensor(masses), alpha).numpy()
+        # the midpoint rule misses at most one step of the step function per jump: h * range each
+        assert np.abs(got - np.array(expected)).max() < 30 * (alpha / 200_000) * 10 / alpha
+
+
+def test_cvar_lies_between_the_minimum_and_var_and_tends_to_both_ends() -> None:
+    rng = np.random.default_rng(2)
+    values = torch.tensor(rng.normal(size=(100, 64)))
+    masses = torch.tensor(rng.dirichlet(np.ones(64) * 0.5))
+    for alpha in (0.01, 0.1, 0.5, 0.95):
+        cvar = weighted_cvar(values, masses, alpha)
+        assert torch.all(cvar >= values.min(-1).values - 1e-12)
+        assert torch.all(cvar <= weighted_var(values, masses, alpha) + 1e-12)
+    tiny = float(masses.min()) / 2  # below the smallest mass: the minimum
+    assert torch.allclose(weighted_cvar(values, masses, tiny), values.min(-1).values, atol=0, rtol=1e-14)
+    mean = (values * masses).sum(-1)  # alpha -> 1: the mean
+    assert torch.allclose(weighted_cvar(values, masses, 1 - 1e-12), mean, atol=1e-9)
+    a, b = weighted_cvar(values, masses, 0.3), weighted_cvar(values, masses, 0.3 + 1e-9)
+    assert torch.allclose(a, b, atol=1e-6)  # continuous in alpha (VaR jumps, CVaR does not)
+
+
+def test_cvar_gradient_spreads_over_the_tail_with_weights_that_sum_to_one() -> None:
+    values = torch.tensor([3.0, 1.0, 2.0, 0.5], requires_grad=True)
+    masses = torch.tensor([0.1, 0.2, 0.3, 0.4])
+    weighted_cvar(values, masses, 0.5).backward()
+    # sorted: 0.5 (0.4), 1.0 (0.2), 2.0, 3.0: the tail takes 0.4 of 0.5, then 0.1 of the 1.0
+    assert values.grad.tolist() == pytest.approx([0.0, 0.1 / 0.5, 0.0, 0.4 / 0.5])
+
+
+def test_cvar_with_per_row_masses_equals_row_by_row() -> None:
+    rng = np.random.default_rng(3)
+    values = torch.tensor(rng.normal(size=(7, 5, 9)))
+    masses = torch.tensor(rng.dirichlet(np.ones(9), size=(7, 5)))
+    batched = weighted_cvar(values, masses, 0.2)
+    for i in range(7):
+        for j in range(5):
+            alone = weighted_cvar(values[i, j], masses[i, j], 0.2)
+            assert float(batched[i, j]) == pytest.approx(float(alone), abs=1e-15)
+    with pytest.raises(ValueError, match="alpha"):
+        weighted_cvar(values, masses, 1.0)
