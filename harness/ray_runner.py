@@ -350,8 +350,10 @@ PROGRESS_CELLS = 2
 
 
 def progress_text(spec: CellSpec, iteration: int | None, iterations: int) -> str:
-    """``robot-push-3-2/rhokg-apx/seed0 it 10/100`` (``it ?/100`` before its first report)."""
-    return f"{cell_label(spec)} it {'?' if iteration is None else iteration}/{iterations}"
+    """``robot-push-3-2/rhokg-apx/seed0 it 10/100`` (``it ?/100`` before its first report): short,
+    for the progress line (``harness.status`` gives each cell's full label, options included)."""
+    done = "?" if iteration is None else iteration
+    return f"{spec.problem}/{spec.algorithm}/seed{spec.seed} it {done}/{iterations}"
 
 
 def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None,
