@@ -294,8 +294,8 @@ def _seeds_text(counts: list[int]) -> str:
 
 
 def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str,
-                styles: dict[tuple[str, str], SeriesStyle], show_alpha: bool, ylabel: str | None = None
-                ) -> dict[tuple[str, str, int | None], object]:
+                styles: dict[tuple[str, str], SeriesStyle], show_alpha: bool, ylabel: str | None = None,
+                show_floor: bool = True) -> dict[tuple[str, str, int | None], object]:
     """Draw one panel; returns its lines by series (algorithm, options, iterations), iterations None
     unless the panel has the series at several numbers of iterations."""
     panel = bands.loc[(bands["problem"] == problem) & (bands["alpha"] == alpha) & (bands["target"] == target)]
@@ -306,7 +306,7 @@ def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str
         style = styles[algorithm, options]
         last = series.iloc[-1]
         seeds.append(int(last["n_seeds"]))
-        if last["n_floor"]:
+        if show_floor and last["n_floor"]:
             floors.append(f"{style.label} {int(last['n_floor'])}")
         it = series["iteration"].to_numpy()
         # markers a few per line, each series at its own offset: lines that coincide (StableOpt and
@@ -362,18 +362,19 @@ PANEL_SIZE_IN = (5.2, 3.9)
 
 def _regret_figure(keys: list[tuple[str, float, str] | None], titles: list[str], shape: tuple[int, int],
                    bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle], show_alpha: bool,
-                   ylabels: list[str | None], title: str):
+                   ylabels: list[str | None], title: str, show_floor: bool = True):
     """A figure of regret panels (``None`` keys are drawn "not run" with their title) with one
     legend and key table for all of them."""
     rows, cols = shape
-    width, height = PANEL_SIZE_IN[0] * cols, PANEL_SIZE_IN[1] * rows + 0.4
+    width, height = max(7.0, PANEL_SIZE_IN[0] * cols), PANEL_SIZE_IN[1] * rows + 0.4
     fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
     lines: dict[tuple[str, str, int | None], object] = {}
     for ax, key, name, ylabel in zip(axes.flat, keys, titles, ylabels, strict=False):
         if key is None:
             _empty_panel(ax, name)
         else:
-            lines.update(_draw_panel(ax, bands, *key, styles, show_alpha=show_alpha, ylabel=ylabel))
+            lines.update(_draw_panel(ax, bands, *key, styles, show_alpha=show_alpha, ylabel=ylabel,
+                                     show_floor=show_floor))
     for ax in list(axes.flat)[len(keys):]:
         ax.set_visible(False)
     handles, labels, key_lines = _legend_entries(lines, styles)
@@ -439,7 +440,8 @@ def value_figure(bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle]
     title = "Unknown optimum: true value of the recommendation (70% band)"
     fig = _regret_figure(keys, [k[0] for k in keys], (int(np.ceil(n / cols)), cols), bands, styles, True,
                          ["true VaR of the recommendation" if k[2] == "var"
-                          else "true worst case of the recommendation" for k in keys], title)
+                          else "true worst case of the recommendation" for k in keys], title,
+                         show_floor=False)  # a value, not a regret: no floor
     return BEST_VALUE, title, _save(fig, out, BEST_VALUE)
 
 

@@ -89,6 +89,7 @@ def test_own_problem_and_algorithm_run_as_a_cell_and_a_grid_and_reach_the_report
     assert by_problem.loc[("toy_plugin:toy_problem", "vucb-prob"), "regret_basis"] == "optimum"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("flag", "value", "message"), [
     ("--problem", "toy_plugin:nothing", "'toy_plugin:nothing': toy_plugin has no attribute 'nothing'"),
     ("--problem", "toy_plugin:not_a_problem", "is of type int, not a problems.Problem"),
