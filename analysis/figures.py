@@ -197,14 +197,20 @@ def _legend_and_key(fig, handles: list, labels: list[str], key_lines: list[str],
     if key is not None:
         key.set_position((0.5, (key_h + _PAD_IN / 2) / height))
     if suptitle:
-        chars = len(suptitle)
-        while True:  # wrapped until it fits the width
-            title = fig.suptitle(textwrap.fill(suptitle, chars), fontsize=11)
-            title_in = title.get_window_extent(renderer).width / dpi
-            if title_in <= width_in - 2 * _PAD_IN or chars <= 20:
-                break
-            chars = int(chars * (width_in - 2 * _PAD_IN) / title_in) - 1
+        _suptitle(fig, suptitle, width_in)
     fig.tight_layout(rect=(0.0, bottom_in / height, 1.0, 1.0))
+
+
+def _suptitle(fig, text: str, width_in: float) -> None:
+    """The figure's title, wrapped until it fits ``width_in`` inches (measured on the renderer)."""
+    renderer = fig.canvas.get_renderer()
+    chars = len(text)
+    while True:
+        title = fig.suptitle(textwrap.fill(text, chars), fontsize=11)
+        title_in = title.get_window_extent(renderer).width / fig.dpi
+        if title_in <= width_in - 2 * _PAD_IN or chars <= 20:
+            return
+        chars = int(chars * (width_in - 2 * _PAD_IN) / title_in) - 1
 
 
 def _drawn_tick_labels(axis) -> list:
@@ -544,6 +550,6 @@ def complexity_figure(points: pd.DataFrame, slopes: pd.DataFrame, out: Path, nam
             ax.grid(True, alpha=0.3, which="both")
             if fixed_values:
                 ax.legend(fontsize=6, title="slope [95% CI]", title_fontsize=6)
-    fig.suptitle(title, fontsize=11)
+    _suptitle(fig, title, fig.get_size_inches()[0])
     fig.tight_layout()
     return name, title, _save(fig, out, name)
