@@ -9,7 +9,14 @@ import torch
 from torch import Tensor
 
 from problems.distributions import DiscreteZ, TruncatedNormalZ
-from problems.risk import piecewise_linear_var, triangulated_var, weighted_var
+from problems.risk import (
+    piecewise_linear_cvar,
+    piecewise_linear_var,
+    triangulated_cvar,
+    triangulated_var,
+    weighted_cvar,
+    weighted_var,
+)
 from problems.seeding import generator
 
 ZDistribution = DiscreteZ | TruncatedNormalZ
@@ -132,6 +139,40 @@ class Problem:
                 # node removes the leading term at no extra evaluation of f
                 fine = triangulated_var(values, alpha)
                 coarse = triangulated_var(values[:, ::2, ::2], alpha)
+                out.append(fine + (fine - coarse) / 3.0)
+        return torch.cat(out) if out else x.new_empty(0)
+
+    def cvar(self, x: Tensor, alpha: float | None = None) -> Tensor:
+        """True CVaR_alpha(f(x, Z)), the lower-tail mean (1 / alpha) int_0^alpha VaR_u du, for
+        ``batch x d_x`` -> ``batch`` (alpha defaults to the problem's).
+
+        Exact for a discrete Z (:func:`problems.risk.weighted_cvar`). For a continuous Z, the
+        exact lower-tail mean of the same interpolant as :meth:`var` (d_z = 1:
+        :func:`~problems.risk.piecewise_linear_cvar`; d_z = 2:
+        :func:`~problems.risk.triangulated_cvar` with the same Richardson step; d_z > 2: the
+        equally weighted QMC nodes). Measured error: ``tests/problems/test_continuous.py``
+        (against a finer quadrature and a Monte Carlo of 2 x 10^6 draws).
+        """
+        alpha = self.alpha if alpha is None else alpha
+        if isinstance(self.z, DiscreteZ):
+            return weighted_cvar(self.support_values(x), self.z.masses.to(x), alpha)
+        if self.d_z > 2:
+            nodes = self.z.qmc_points(QMC_NODES)
+            masses = nodes.new_full((nodes.shape[0],), 1.0 / nodes.shape[0])
+            chunk = max(1, QUADRATURE_CHUNK // nodes.shape[0])
+            out = [weighted_cvar(self.f(part[:, None, :], nodes), masses, alpha) for part in x.split(chunk)]
+            return torch.cat(out) if out else x.new_empty(0)
+        nodes = self.z.quadrature_grid(self.quadrature_nodes or QUADRATURE[self.d_z])
+        chunk = max(1, QUADRATURE_CHUNK // nodes[..., 0].numel())
+        out = []
+        for part in x.split(chunk):
+            if self.d_z == 1:
+                values = self.f(part[:, None, :], nodes)
+                out.append(piecewise_linear_cvar(values.unsqueeze(-2), values.new_ones(1), alpha))
+            else:
+                values = self.f(part[:, None, None, :], nodes)
+                fine = triangulated_cvar(values, alpha)
+                coarse = triangulated_cvar(values[:, ::2, ::2], alpha)
                 out.append(fine + (fine - coarse) / 3.0)
         return torch.cat(out) if out else x.new_empty(0)
 

@@ -322,3 +322,47 @@ def triangulated_var(values: Tensor, alpha: float, iterations: int = 60) -> Tens
     # unconverged rows (a flat CDF at alpha, or an atom) end at the bracket's upper end, where
     # F >= alpha: the lower quantile up to the bracket's width
     return torch.where(done, w, hi).squeeze(-1).reshape(batch_shape)
+
+
+def triangulated_cvar(values: Tensor, alpha: float) -> Tensor:
+    """Exact lower-tail mean (CVaR) of the triangulated interpolant of :func:`triangulated_var`.
+
+    On a triangle with sorted vertex values v0 <= v1 <= v2 (uniform mass, h linear) the density of
+    Y is 2 (w - v0) / (d10 d20) on [v0, v1] and 2 (v2 - w) / (d21 d20) on [v1, v2], so the partial
+    expectation E[Y 1{Y <= t}] is closed form: with s = t - v0, (v0 s^2 + 2 s^3 / 3) / (d10 d20)
+    for t <= v1; with r = v2 - t, (v0 + v1 + v2) / 3 - (v2 r^2 - 2 r^3 / 3) / (d21 d20) above (a
+    flat triangle is an atom at v0). With q = VaR_alpha and F(q) its CDF,
+
+        CVaR_alpha = (1 / alpha) [ sum over triangles of mass x E[Y 1{Y <= q}] + (alpha - F(q)) q ].
+
+    Args:
+        values: ``batch_shape x n x n`` values at ``linspace(0, 1, n)`` in each coordinate of u.
+        alpha: risk level in (0, 1).
+
+    Returns:
+        ``batch_shape`` CVaR values (no gradient).
+    """
+    q = triangulated_var(values, alpha)
+    v = values.detach().reshape(-1, *values.shape[-2:])
+    c00, c10, c01, c11 = v[:, :-1, :-1], v[:, 1:, :-1], v[:, :-1, 1:], v[:, 1:, 1:]
+    corners = torch.stack([torch.stack([c00, c10, c01], -1), torch.stack([c11, c10, c01], -1)], 1)
+    v0, v1, v2 = torch.sort(corners.reshape(v.shape[0], -1, 3), dim=-1).values.unbind(-1)  # B x T
+    mass = 1.0 / v0.shape[-1]
+    d20, d10, d21 = v2 - v0, v1 - v0, v2 - v1
+    flat = d20 < FLAT_SEGMENT
+    tiny = torch.finfo(v.dtype).tiny
+    lower_scale = 1.0 / (d10 * d20).clamp_min(tiny)
+    upper_scale = 1.0 / (d21 * d20).clamp_min(tiny)
+    level = q.reshape(-1, 1)
+    t = torch.minimum(torch.maximum(level, v0), v2)
+    low = t <= v1
+    s_, r_ = t - v0, v2 - t
+    cdf = torch.where(low, s_**2 * lower_scale, 1.0 - r_**2 * upper_scale)
+    partial = torch.where(low, (v0 * s_**2 + 2.0 * s_**3 / 3.0) * lower_scale,
+                          (v0 + v1 + v2) / 3.0 - (v2 * r_**2 - 2.0 * r_**3 / 3.0) * upper_scale)
+    atom = (v0 <= level).to(v)
+    cdf = torch.where(flat, atom, cdf)
+    partial = torch.where(flat, v0 * atom, partial)
+    reached = mass * cdf.sum(-1)
+    cvar = (mass * partial.sum(-1) + (alpha - reached) * level.squeeze(-1)) / alpha
+    return cvar.reshape(q.shape)
