@@ -156,6 +156,17 @@ def _first_reaching(sorted_masses: Tensor, alpha: float) -> Tensor:
 FLAT_SEGMENT = 1e-12
 
 
+def _segments(values: Tensor, row_masses: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The interpolant's segments of ``batch_shape x R x n`` node values, flattened to ``B x S``:
+    their lower and upper end values and their masses (``row_masses[r] / (n - 1)`` each)."""
+    n = values.shape[-1]
+    v = values.detach().reshape(-1, *values.shape[-2:])
+    a = torch.minimum(v[..., :-1], v[..., 1:]).reshape(v.shape[0], -1)  # B x S segments
+    b = torch.maximum(v[..., :-1], v[..., 1:]).reshape(v.shape[0], -1)
+    mass = (row_masses.to(v) / (n - 1)).repeat_interleave(n - 1).expand_as(a)
+    return a, b, mass
+
+
 def piecewise_linear_var(values: Tensor, row_masses: Tensor, alpha: float) -> Tensor:
     """Exact lower alpha-quantile of a piecewise-linear interpolant, batched.
 
@@ -181,11 +192,8 @@ def piecewise_linear_var(values: Tensor, row_masses: Tensor, alpha: float) -> Te
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
-    batch_shape, n = values.shape[:-2], values.shape[-1]
-    v = values.detach().reshape(-1, *values.shape[-2:])
-    a = torch.minimum(v[..., :-1], v[..., 1:]).reshape(v.shape[0], -1)  # B x S segments
-    b = torch.maximum(v[..., :-1], v[..., 1:]).reshape(v.shape[0], -1)
-    mass = (row_masses.to(v) / (n - 1)).repeat_interleave(n - 1).expand_as(a)
+    batch_shape = values.shape[:-2]
+    a, b, mass = _segments(values, row_masses)
     width = b - a
     flat = width < FLAT_SEGMENT
     density = torch.where(flat, torch.zeros_like(a), mass / torch.where(flat, 1.0, width))
@@ -237,11 +245,7 @@ def piecewise_linear_cvar(values: Tensor, row_masses: Tensor, alpha: float) -> T
         ``batch_shape`` CVaR values (no gradient).
     """
     q = piecewise_linear_var(values, row_masses, alpha)
-    n = values.shape[-1]
-    v = values.detach().reshape(-1, *values.shape[-2:])
-    a = torch.minimum(v[..., :-1], v[..., 1:]).reshape(v.shape[0], -1)  # B x S segments
-    b = torch.maximum(v[..., :-1], v[..., 1:]).reshape(v.shape[0], -1)
-    mass = (row_masses.to(v) / (n - 1)).repeat_interleave(n - 1).expand_as(a)
+    a, b, mass = _segments(values, row_masses)
     level = q.reshape(-1, 1)
     width = b - a
     flat = width < FLAT_SEGMENT
@@ -254,6 +258,19 @@ def piecewise_linear_cvar(values: Tensor, row_masses: Tensor, alpha: float) -> T
     reached = weight.sum(dim=-1)
     cvar = (partial + (alpha - reached) * level.squeeze(-1)) / alpha
     return cvar.reshape(q.shape)
+
+
+def _triangles(v: Tensor) -> tuple[Tensor, ...]:
+    """The triangulation of ``B x n x n`` node values: each grid cell split into two triangles,
+    their sorted vertex values v0 <= v1 <= v2 (``B x T``), whether each is flat, and the scales
+    1 / (d10 d20) and 1 / (d21 d20) of its density's two pieces."""
+    c00, c10, c01, c11 = v[:, :-1, :-1], v[:, 1:, :-1], v[:, :-1, 1:], v[:, 1:, 1:]
+    corners = torch.stack([torch.stack([c00, c10, c01], -1), torch.stack([c11, c10, c01], -1)], 1)
+    v0, v1, v2 = torch.sort(corners.reshape(v.shape[0], -1, 3), dim=-1).values.unbind(-1)  # B x T
+    d20, d10, d21 = v2 - v0, v1 - v0, v2 - v1
+    tiny = torch.finfo(v.dtype).tiny
+    return (v0, v1, v2, d20 < FLAT_SEGMENT, 1.0 / (d10 * d20).clamp_min(tiny),
+            1.0 / (d21 * d20).clamp_min(tiny))
 
 
 def triangulated_var(values: Tensor, alpha: float, iterations: int = 60) -> Tensor:
@@ -279,15 +296,9 @@ def triangulated_var(values: Tensor, alpha: float, iterations: int = 60) -> Tens
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
     batch_shape = values.shape[:-2]
     v = values.detach().reshape(-1, *values.shape[-2:])
-    c00, c10, c01, c11 = v[:, :-1, :-1], v[:, 1:, :-1], v[:, :-1, 1:], v[:, 1:, 1:]
-    corners = torch.stack([torch.stack([c00, c10, c01], -1), torch.stack([c11, c10, c01], -1)], 1)
-    v0, v1, v2 = torch.sort(corners.reshape(v.shape[0], -1, 3), dim=-1).values.unbind(-1)  # B x T
+    v0, v1, v2, flat, lower_scale, upper_scale = _triangles(v)
     mass = 1.0 / v0.shape[-1]
-    d20, d10, d21 = v2 - v0, v1 - v0, v2 - v1
-    flat = d20 < FLAT_SEGMENT
     tiny = torch.finfo(v.dtype).tiny
-    lower_scale = 1.0 / (d10 * d20).clamp_min(tiny)
-    upper_scale = 1.0 / (d21 * d20).clamp_min(tiny)
 
     def cdf_and_density(w: Tensor) -> tuple[Tensor, Tensor]:
         t = torch.minimum(torch.maximum(w, v0), v2)
@@ -344,15 +355,8 @@ def triangulated_cvar(values: Tensor, alpha: float) -> Tensor:
     """
     q = triangulated_var(values, alpha)
     v = values.detach().reshape(-1, *values.shape[-2:])
-    c00, c10, c01, c11 = v[:, :-1, :-1], v[:, 1:, :-1], v[:, :-1, 1:], v[:, 1:, 1:]
-    corners = torch.stack([torch.stack([c00, c10, c01], -1), torch.stack([c11, c10, c01], -1)], 1)
-    v0, v1, v2 = torch.sort(corners.reshape(v.shape[0], -1, 3), dim=-1).values.unbind(-1)  # B x T
+    v0, v1, v2, flat, lower_scale, upper_scale = _triangles(v)
     mass = 1.0 / v0.shape[-1]
-    d20, d10, d21 = v2 - v0, v1 - v0, v2 - v1
-    flat = d20 < FLAT_SEGMENT
-    tiny = torch.finfo(v.dtype).tiny
-    lower_scale = 1.0 / (d10 * d20).clamp_min(tiny)
-    upper_scale = 1.0 / (d21 * d20).clamp_min(tiny)
     level = q.reshape(-1, 1)
     t = torch.minimum(torch.maximum(level, v0), v2)
     low = t <= v1
