@@ -153,6 +153,12 @@ def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.loc[frame["iteration"] == last].reset_index(drop=True)
 
 
+def options_text(options: str) -> str:
+    """A series' options as people read them: ``{"gp": "borisk", "beta": "authors"}`` (the JSON of
+    the ``options`` column) -> ``gp=borisk, beta=authors`` ("" for the default options)."""
+    return ", ".join(f"{k}={v}" for k, v in json.loads(options).items())
+
+
 def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     """Column types the analysis relies on (string keys, float alpha) whatever pandas inferred."""
     out = frame.copy()

@@ -8,7 +8,6 @@ alpha with the most cells, any other alpha goes to "other". One colour per algor
 
 from __future__ import annotations
 
-import json
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import seaborn as sns
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from analysis.claims import CONTINUOUS, DISCRETE
+from analysis.data import options_text
 
 #: Fixed colours of the paper's algorithms; others get the next colours of the palette by name.
 _PALETTE = sns.color_palette("colorblind", 10).as_hex()
@@ -103,11 +103,6 @@ class SeriesStyle:
     marker: str  # one per series: coinciding lines still show every series' markers
     key: str | None  # "[A]" when the options are in the key table, else None
     options_text: str  # "name=value, ..." ("" for the default options)
-
-
-def options_text(options: str) -> str:
-    """``{"gp": "borisk", "beta": "authors"}`` (JSON) -> ``gp=borisk, beta=authors``."""
-    return ", ".join(f"{k}={v}" for k, v in json.loads(options).items())
 
 
 def series_styles(series: list[tuple[str, str]]) -> dict[tuple[str, str], SeriesStyle]:
@@ -358,9 +353,14 @@ def _legend_entries(lines: dict[tuple[str, str, int | None], object],
         style = styles[algorithm, options]
         handles.append(line)
         labels.append(style.label + ("" if iterations is None else f" T={iterations}"))
-        if style.key and f"{style.key} {algorithm}: {style.options_text}" not in key_lines:
-            key_lines.append(f"{style.key} {algorithm}: {style.options_text}")
+        if style.key and _key_line(style, algorithm) not in key_lines:
+            key_lines.append(_key_line(style, algorithm))
     return handles, labels, key_lines
+
+
+def _key_line(style: SeriesStyle, algorithm: str) -> str:
+    """A line of the key table: ``[A] rhokg-apx: maxiter=100, raw_per_restart=10``."""
+    return f"{style.key} {algorithm}: {style.options_text}"
 
 
 PANEL_SIZE_IN = (5.2, 3.9)
@@ -503,8 +503,7 @@ def timing_figure(timing: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyl
         ax.set_ylim(len(labels) - 0.5, -0.5)
         ax.set_xlabel(name)
         ax.grid(True, alpha=0.3, which="both", axis="x")
-    key_lines = list(dict.fromkeys(f"{styles[s].key} {s[0]}: {styles[s].options_text}"
-                                   for s in series if styles[s].key))
+    key_lines = list(dict.fromkeys(_key_line(styles[s], s[0]) for s in series if styles[s].key))
     title = "Timing: median and interquartile range (log scale)"
     _legend_and_key(fig, handles, [styles[s].label for s in series], key_lines, width, panels_height, title)
     return "fig_timing", title, _save(fig, out, "fig_timing")

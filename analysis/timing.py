@@ -7,11 +7,9 @@ the work of the BO loop, without process start-up, imports or Ray scheduling.
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
-from analysis.data import CELL_KEYS, SERIES_KEYS
+from analysis.data import CELL_KEYS, SERIES_KEYS, options_text
 
 RHOKG = "rhokg-apx"
 RHOKG_ALGORITHMS = ("rhokg-apx", "rhokg-apx-released")
@@ -67,5 +65,5 @@ def ratio_table(timing: pd.DataFrame) -> pd.DataFrame:
 
 def _series_name(algorithm: str, options: str) -> str:
     """``rhokg-apx`` or ``rhokg-apx (gp=borisk, maxiter=100)``."""
-    text = ", ".join(f"{k}={v}" for k, v in json.loads(options).items())
+    text = options_text(options)
     return f"{algorithm} ({text})" if text else algorithm

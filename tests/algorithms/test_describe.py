@@ -89,7 +89,8 @@ def test_parse_options_doc() -> None:
 
 
 class Plain(Algorithm):
-    """A plug-in with options but no documentation of them."""
+    """A plug-in with options but no documentation of them (only described here, never run: its
+    methods raise)."""
 
     name = "plain"
 
