@@ -30,7 +30,7 @@ from problems import Problem
 from problems.checks import positive_float, positive_int
 from problems.seeding import derive_seed, generator
 
-__all__ = ["TARGETS", "Z_KINDS", "Algorithm", "Proposal", "Recommendation", "build_algorithm",
+__all__ = ["RISKS", "TARGETS", "Z_KINDS", "Algorithm", "Proposal", "Recommendation", "build_algorithm",
            "check_algorithm", "positive_float", "positive_int", "supports", "z_kind"]
 
 
@@ -69,6 +69,9 @@ class Algorithm(ABC):
     Args:
         problem: the problem (its Z, alpha and dimensions are all an algorithm may use; never f).
         seed_root: the run's root seed, see the module docstring.
+        risk: the risk measure to optimize, one of the class's :attr:`risks` (``ValueError``
+            otherwise). :func:`build_algorithm` passes it only when it is not ``"var"``, so a
+            subclass that optimizes VaR alone need not take it.
         **options: algorithm settings; unknown names raise ``TypeError``.
     """
 
@@ -76,9 +79,13 @@ class Algorithm(ABC):
     #: The kinds of Z the algorithm handles ("discrete", "continuous"); the runner refuses any other
     #: before any work (:func:`build_algorithm`).
     z_kinds: ClassVar[frozenset[str]] = frozenset({"discrete", "continuous"})
-    #: What the run's regret is measured against: ``"var"`` (the problem's optimal VaR_alpha) or
-    #: ``"worst_case"`` (max_x min_z f, StableOpt's target).
+    #: What the run's regret is measured against: ``"var"`` (the optimum of the cell's risk measure:
+    #: VaR_alpha, or CVaR_alpha in a cell with ``risk = "cvar"``) or ``"worst_case"`` (max_x min_z f,
+    #: StableOpt's target).
     target: ClassVar[str] = "var"
+    #: The risk measures the algorithm optimizes (:data:`RISKS`): a cell with another risk measure
+    #: is refused before any work (:func:`build_algorithm`). The instance's is ``self.risk``.
+    risks: ClassVar[frozenset[str]] = frozenset({"var"})
     #: What the candidates of :meth:`acquisition_function` are: ``"x"`` (``d_x`` columns) or
     #: ``"xz"`` (``d_x + d_z``: x and a value of Z, as rho-KG^apx's (x, w)). The complexity study
     #: draws its batch of candidates from it.
@@ -102,9 +109,12 @@ class Algorithm(ABC):
         complexity study and its ETA; it is not a result. The default is a middling guess."""
         return (0.1, 0.5, 1.0, 1.0)
 
-    def __init__(self, problem: Problem, seed_root: int, **options: object) -> None:
+    def __init__(self, problem: Problem, seed_root: int, risk: str = "var", **options: object) -> None:
         if options:
             raise TypeError(f"{self.name}: unknown option(s) {', '.join(sorted(options))}")
+        if risk not in self.risks:
+            raise ValueError(f"{self.name} optimizes {' or '.join(sorted(self.risks))} only, not {risk!r}")
+        self.risk = risk
         self.problem = problem
         self.seed_root = seed_root
         self.rng = generator(seed_root, self.name)
@@ -157,13 +167,15 @@ class Algorithm(ABC):
 
 Z_KINDS = frozenset({"discrete", "continuous"})
 TARGETS = ("var", "worst_case")
+RISKS = ("var", "cvar")
 
 
 def check_algorithm(key: str, factory: object) -> None:
     """One-line ``ValueError`` unless ``factory`` is an :class:`Algorithm` subclass whose
     declarations the runner can rely on: ``name`` equal to ``key`` (its registry key, or the
     import path it was loaded by), ``z_kinds`` a non-empty subset of {discrete, continuous},
-    ``target`` one of ``var``, ``worst_case``, ``candidates`` one of ``x``, ``xz``."""
+    ``target`` one of ``var``, ``worst_case``, ``risks`` a non-empty subset of {var, cvar},
+    ``candidates`` one of ``x``, ``xz``."""
     if not (isinstance(factory, type) and issubclass(factory, Algorithm)):
         what = f"the class {factory.__name__}" if isinstance(factory, type) else \
             f"of type {type(factory).__name__}"
@@ -181,6 +193,9 @@ def check_algorithm(key: str, factory: object) -> None:
                          f"got {kinds!r}")
     if factory.target not in TARGETS:
         raise ValueError(f"{where}: target must be one of {', '.join(TARGETS)}, got {factory.target!r}")
+    risks = getattr(factory, "risks", frozenset({"var"}))
+    if not isinstance(risks, frozenset | set) or not risks or not set(risks) <= set(RISKS):
+        raise ValueError(f"{where}: risks must be a non-empty subset of {list(RISKS)}, got {risks!r}")
     if factory.candidates not in ("x", "xz"):
         raise ValueError(f"{where}: candidates must be 'x' or 'xz', got {factory.candidates!r}")
 
@@ -192,23 +207,36 @@ def z_kind(problem: Problem) -> str:
 
 
 def build_algorithm(key: str, factory: object, problem: Problem, seed_root: int,
-                    **options: object) -> Algorithm:
-    """``factory(problem, seed_root, **options)`` after :func:`check_algorithm` and a check that
-    it handles the problem's kind of Z; every refusal is a one-line ``ValueError`` raised before
-    any work (options are the factory's to check: ``TypeError`` or ``ValueError``)."""
+                    risk: str | None = None, **options: object) -> Algorithm:
+    """``factory(problem, seed_root, **options)`` (plus ``risk=risk`` unless it is ``"var"``)
+    after :func:`check_algorithm` and a check that it handles the problem's kind of Z and the risk
+    measure; every refusal is a one-line ``ValueError`` raised before any work (options are the
+    factory's to check: ``TypeError`` or ``ValueError``). ``risk=None``: the algorithm's own, VaR
+    if it optimizes VaR (a cell always names its risk measure; the complexity study and option
+    checks need not)."""
     check_algorithm(key, factory)
-    if not supports(factory, problem):
+    if z_kind(problem) not in factory.z_kinds:
         raise ValueError(f"algorithm {key!r} handles a {' or '.join(sorted(factory.z_kinds))} Z only; "
                          f"problem {problem.name!r} has a {z_kind(problem)} one")
+    risks = getattr(factory, "risks", frozenset({"var"}))
+    if risk is None:
+        risk = "var" if "var" in risks else sorted(risks)[0]
+    if risk not in RISKS:
+        raise ValueError(f"unknown risk measure {risk!r}; valid: {', '.join(RISKS)}")
+    if risk not in risks:
+        raise ValueError(f"algorithm {key!r} optimizes {' or '.join(sorted(risks))} only, not {risk}")
+    if risk != "var":
+        return factory(problem, seed_root, risk=risk, **options)
     return factory(problem, seed_root, **options)
 
 
-def supports(factory: object, problem: Problem) -> bool:
-    """Whether an algorithm factory (a registry value) handles ``problem``'s kind of Z.
+def supports(factory: object, problem: Problem, risk: str = "var") -> bool:
+    """Whether an algorithm factory (a registry value) handles ``problem``'s kind of Z and the risk
+    measure ``risk``.
 
-    A factory that declares no ``z_kinds`` is assumed to handle both; building it on a problem it
-    cannot handle still raises a one-line ``ValueError``.
+    A factory that declares no ``z_kinds`` is assumed to handle both, one without ``risks`` VaR
+    only; building it on a problem it cannot handle still raises a one-line ``ValueError``.
     """
     kinds = getattr(factory, "z_kinds", Z_KINDS)
-    return z_kind(problem) in kinds
+    return z_kind(problem) in kinds and risk in getattr(factory, "risks", frozenset({"var"}))
 

@@ -1,7 +1,8 @@
 """An algorithm's options, their defaults and their meanings, read from the code itself.
 
-The names and defaults come from the signature of the class's ``__init__`` (``problem`` and
-``seed_root`` are not options) and from the fields of the dataclasses the class declares in
+The names and defaults come from the signature of the class's ``__init__`` (``problem``,
+``seed_root`` and ``risk``, the cell's risk measure, are not options) and from the fields of the
+dataclasses the class declares in
 :attr:`algorithms.base.Algorithm.option_settings`; the meanings come from the class docstrings,
 whose ``Options:`` (or ``Args:``, ``Attributes:``) section has one entry per option::
 
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from algorithms.base import Algorithm
 
 #: The parameters of ``__init__`` that are not options.
-NOT_OPTIONS = ("self", "problem", "seed_root")
+NOT_OPTIONS = ("self", "problem", "seed_root", "risk")  # risk: the cell's (--risk), not an option
 #: The docstring sections that document options.
 SECTIONS = ("Options", "Args", "Arguments", "Attributes")
 #: The default of an option that has none (it must be given).

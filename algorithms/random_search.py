@@ -1,4 +1,5 @@
-"""Random search: x uniform on [0, 1]^d_x, z drawn from Z; recommends like V-UCB.
+"""Random search: x uniform on [0, 1]^d_x, z drawn from Z; recommends like V-UCB (VaR) or CV-UCB
+(CVaR).
 
 With the GP-based recommendation this is a strong floor on a one-dimensional x: every method must
 beat it to be worth its cost.
@@ -15,9 +16,11 @@ from algorithms.vucb_common import recommend_by_mean_var
 
 
 class RandomSearch(Algorithm):
-    """Uniform x, z ~ p(z). No options."""
+    """Uniform x, z ~ p(z). No options. Optimizes VaR or CVaR: only the recommendation depends on
+    the risk measure (argmax over the queried x of the risk measure of mu_{t-1}(x, Z))."""
 
     name = "random"
+    risks = frozenset({"var", "cvar"})
 
     @classmethod
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:
@@ -30,4 +33,4 @@ class RandomSearch(Algorithm):
         return Proposal(x, z, {})
 
     def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
-        return recommend_by_mean_var(self.problem, model, self.observed_x(train_X))
+        return recommend_by_mean_var(self.problem, model, self.observed_x(train_X), self.risk)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from algorithms.base import Algorithm, check_algorithm
+from algorithms.cvucb import CVUCB
 from algorithms.describe import OptionDoc, describe_options
 from algorithms.random_search import RandomSearch
 from algorithms.rhokg import RhoKGApx, RhoKGApxReleased
@@ -29,6 +30,7 @@ ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "random": RandomSearch,
     "rhokg-apx": RhoKGApx,
     "rhokg-apx-released": RhoKGApxReleased,
+    "cvucb": CVUCB,
 }
 for _key, _factory in ALGORITHMS.items():  # a class whose name or declarations do not hold fails here
     check_algorithm(_key, _factory)

@@ -20,7 +20,7 @@ from algorithms.base import Recommendation, positive_float, positive_int
 from algorithms.gp import PosteriorMarginals, beta_paper
 from algorithms.search import maximize_x
 from problems import DiscreteZ, Problem
-from problems.risk import weighted_var
+from problems.risk import weighted_cvar, weighted_var
 
 #: Relative tolerance under which two masses count as tied for V-UCB Prob (then chosen at random).
 MASS_TIE_RTOL = 1e-9
@@ -136,8 +136,12 @@ def pick_lacing_value(mask: Tensor, preference: Tensor | None, rng: torch.Genera
 #: continuous Z (quantile level within 1 / n per axis), by d_z.
 RECOMMEND_GRID = {1: 512, 2: 32}
 
-def recommend_by_mean_var(problem: Problem, model: SingleTaskGP, xs: Tensor) -> Recommendation:
-    """argmax over ``xs`` (``k x d_x``) of VaR_alpha(mu_{t-1}(x, Z)), the paper's experiments' rule.
+def recommend_by_mean_var(problem: Problem, model: SingleTaskGP, xs: Tensor,
+                          risk: str = "var") -> Recommendation:
+    """argmax over ``xs`` (``k x d_x``) of VaR_alpha(mu_{t-1}(x, Z)), the paper's experiments' rule;
+    with ``risk="cvar"`` of CVaR_alpha(mu_{t-1}(x, Z)), CV-UCB's (Nguyen et al., 2021b). The
+    estimate at the recommendation is the info's ``var_mean_rec`` either way (the row's column of
+    the model's estimate of the cell's risk measure).
 
     A continuous Z is replaced by its equal-mass grid (:data:`RECOMMEND_GRID`).
     """
@@ -145,8 +149,9 @@ def recommend_by_mean_var(problem: Problem, model: SingleTaskGP, xs: Tensor) -> 
         z = problem.z
     else:
         z = problem.z.equal_mass_grid(RECOMMEND_GRID.get(problem.d_z, 10))  # 10^d_z beyond d_z = 2
+    measure = weighted_cvar if risk == "cvar" else weighted_var
     with torch.no_grad():
         mean, _ = PosteriorMarginals(model).grid(xs, z.points)
-        values = weighted_var(mean, z.masses, problem.alpha)
+        values = measure(mean, z.masses, problem.alpha)
     i = int(values.argmax())
     return Recommendation(xs[i].clone(), {"var_mean_rec": float(values[i])})

@@ -29,6 +29,21 @@ DEFAULT_FLOOR = 1e-9
 NEGATIVE_TOLERANCE = 1e-9
 
 
+#: The column holding each target's true value of the recommendation.
+ACHIEVED_COLUMN = {"var": "var_rec", "cvar": "cvar_rec", "worst_case": "worst_rec"}
+
+
+def achieved(frame: pd.DataFrame) -> pd.Series:
+    """The true value of each row's recommendation under the row's target (VaR, CVaR or the worst
+    case): ``var_rec``, ``cvar_rec`` or ``worst_rec`` by :data:`ACHIEVED_COLUMN`."""
+    out = pd.Series(np.nan, index=frame.index, dtype=float)
+    for target, column in ACHIEVED_COLUMN.items():
+        rows = frame["target"] == target
+        if rows.any():
+            out[rows] = frame.loc[rows, column].astype(float)
+    return out
+
+
 class NegativeRegretError(ValueError):
     """A stored regret below ``-NEGATIVE_TOLERANCE``: the cell's optimum is wrong."""
 
@@ -116,20 +131,19 @@ OPTIMUM, BEST_FOUND = "optimum", "best found"
 
 def regret_against_best_found(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with ``regret_basis`` and, where the optimum is unknown (null ``optimum``: a user's
-    problem that declares none), ``optimum`` set to the best true value (VaR, or worst case for that
-    target) any recommendation in the frame reached, per (problem, alpha, target), and ``regret`` to
+    problem that declares none), ``optimum`` set to the best true value (VaR, CVaR or worst case for
+    that target) any recommendation in the frame reached, per (problem, alpha, target), and ``regret`` to
     that best minus the row's value: what the paper did for robot pushing. The basis depends on
     the runs in the folder: more or better runs raise it, and every such regret with it."""
     out = frame.copy()
     unknown = out["optimum"].isna()
     out["regret_basis"] = np.where(unknown, BEST_FOUND, OPTIMUM)
     if unknown.any():
-        achieved = pd.Series(np.where(out["target"] == "var", out["var_rec"], out["worst_rec"]),
-                             index=out.index, dtype=float)
+        values = achieved(out)
         keys = out.loc[unknown, ["problem", "alpha", "target"]]
-        best = achieved[unknown].groupby([keys[c] for c in keys.columns], dropna=False).transform("max")
+        best = values[unknown].groupby([keys[c] for c in keys.columns], dropna=False).transform("max")
         out.loc[unknown, "optimum"] = best
-        out.loc[unknown, "regret"] = best - achieved[unknown]
+        out.loc[unknown, "regret"] = best - values[unknown]
     return out
 
 

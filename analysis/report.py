@@ -47,6 +47,7 @@ from analysis.data import (
     NEGATIVE_TOLERANCE,
     SERIES_KEYS,
     NegativeRegretError,
+    achieved,
     beaten_bounds,
     check_regret,
     final_rows,
@@ -234,9 +235,8 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     best_found = frozenset(unknown[["problem", "alpha", "target"]].itertuples(index=False, name=None))
     figures = regret_figures(bands, panels, styles, out, best_found)
     if not unknown.empty:  # their true values, which do not depend on what else is in the folder
-        achieved = unknown.assign(achieved=np.where(unknown["target"] == "var", unknown["var_rec"],
-                                                    unknown["worst_rec"]))
-        figures.append(value_figure(band_table(achieved, value="achieved"), styles, out))
+        values = unknown.assign(achieved=achieved(unknown))
+        figures.append(value_figure(band_table(values, value="achieved"), styles, out))
     figures.append(timing_figure(timing, styles, out))
     for name, _, fig_paths in figures:
         paths[f"{name}.png"], paths[f"{name}.pdf"] = fig_paths["png"], fig_paths["pdf"]

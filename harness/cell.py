@@ -53,14 +53,15 @@ __all__ = ["CELL_KINDS", "CHECKPOINT_EVERY_S", "CellResult", "CellSpec", "checkp
            "checkpoint_problem",
            "default_float64", "info_json", "run_cell"]
 
-def _target(problem, factory: object) -> str:
+def _target(problem, factory: object, risk: str = "var") -> str:
     """Which optimum a cell's regret is measured against: what the algorithm declares
-    (:attr:`algorithms.Algorithm.target`), and the worst case wherever VaR is the worst case."""
+    (:attr:`algorithms.Algorithm.target`), the cell's risk measure (``var`` or ``cvar``) for
+    ``target = "var"``, and the worst case wherever that risk measure is the worst case."""
     if getattr(factory, "target", "var") == "worst_case":
         return "worst_case"
     if isinstance(problem.z, DiscreteZ) and problem.alpha <= problem.z.min_mass:
-        return "worst_case"  # VaR below the smallest mass is the minimum over the support
-    return "var"
+        return "worst_case"  # VaR and CVaR below the smallest mass are the minimum over the support
+    return risk
 
 
 def info_json(info: dict) -> str:
@@ -135,12 +136,13 @@ def checkpoint_problem(data: bytes, spec: CellSpec) -> str | None:
 def _run_cell(spec: CellSpec, checkpoint: bytes | None,
               on_checkpoint: Callable[[bytes, int], None] | None,
               checkpoint_every_s: float) -> CellResult:
-    problem = get_problem(spec.problem, spec.alpha)
+    problem = get_problem(spec.problem, spec.alpha, spec.risk)
     seed_root = derive_seed(spec.problem, spec.seed)
     factory = algorithm_factory(spec.algorithm)
-    algorithm = build_algorithm(spec.algorithm, factory, problem, seed_root, **dict(spec.options))
+    algorithm = build_algorithm(spec.algorithm, factory, problem, seed_root, risk=spec.risk,
+                                **dict(spec.options))
     iterations = problem.iterations if spec.iterations is None else spec.iterations
-    target = _target(problem, factory)
+    target = _target(problem, factory, spec.risk)
     optimum = problem.optimum
     # None where the problem declares its optimum unknown: the regret columns are then null
     optimum_value = None if optimum is None else optimum.value(target)
@@ -175,9 +177,14 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
         t_fit = time.perf_counter() - t0
     last_checkpoint = time.perf_counter()
 
-    def true_values(x: torch.Tensor) -> tuple[float, float]:
+    def true_values(x: torch.Tensor) -> dict[str, float]:
+        """The true VaR, worst case and (in a CVaR cell only: a quadrature on a continuous Z) CVaR
+        of f(x, Z), by target name."""
         xb = x.unsqueeze(0)
-        return float(problem.var(xb)[0]), float(problem.worst_case(xb)[0])
+        values = {"var": float(problem.var(xb)[0]), "worst_case": float(problem.worst_case(xb)[0])}
+        if spec.risk == "cvar":
+            values["cvar"] = float(problem.cvar(xb)[0])
+        return values
 
     for t in range(first, iterations + 1):
         row: dict = {"iteration": t, "x": [], "z": [], "y": None}
@@ -203,13 +210,13 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
         t0 = time.perf_counter()
         recommendation = algorithm.recommend(model, train_X)
         row["t_rec_s"] = time.perf_counter() - t0
-        var_rec, worst_rec = true_values(recommendation.x)
-        achieved = var_rec if target == "var" else worst_rec
+        achieved = true_values(recommendation.x)
         row.update(
             x_rec=recommendation.x.tolist(),
-            var_rec=var_rec,
-            worst_rec=worst_rec,
-            regret=None if optimum_value is None else optimum_value - achieved,
+            var_rec=achieved["var"],
+            worst_rec=achieved["worst_case"],
+            cvar_rec=achieved.get("cvar"),
+            regret=None if optimum_value is None else optimum_value - achieved[target],
             var_mean_rec=recommendation.info.get("var_mean_rec"),
             beta=info.get("beta"),
             lv_count=info.get("lv_count"),
@@ -224,8 +231,7 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
             **hyperparameters(model),
         )
         if x_theory is not None:
-            var_th, worst_th = true_values(x_theory)
-            achieved_theory = var_th if target == "var" else worst_th
+            achieved_theory = true_values(x_theory)[target]
             row.update(x_rec_theory=x_theory.tolist(),
                        regret_theory=None if optimum_value is None else optimum_value - achieved_theory)
         rows.append(row)
@@ -249,7 +255,8 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
         "optimum": None if optimum is None else {
             "value": optimum_value, "var": optimum.var, "argmax_var": optimum.argmax_var,
             "worst_case": optimum.worst_case, "argmax_worst_case": optimum.argmax_worst_case,
-            "lower_bound": optimum.lower_bound},
+            "lower_bound": optimum.lower_bound,
+            **({"cvar": optimum.cvar, "argmax_cvar": optimum.argmax_cvar} if spec.risk == "cvar" else {})},
         "iterations": iterations,
         "wall_time_s": time.perf_counter() - start,
     }

@@ -31,7 +31,7 @@ from pathlib import Path
 from algorithms import ALGORITHMS, algorithm_factory, build_algorithm, supports
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
 from harness.complexity import SIZES_D, SIZES_Z, complexity_cells, estimate_timing_seconds
-from harness.spec import CellSpec
+from harness.spec import RISKS, CellSpec
 from problems import PROBLEMS, DiscreteZ, build_problem, z_kind_of
 from problems.checks import positive_int
 from problems.plugins import is_import_path
@@ -114,10 +114,12 @@ def unavailable_reason(spec: CellSpec) -> str | None:
 
 
 def cell_label(spec: CellSpec) -> str:
-    """``problem/algorithm/seedN``, plus ``alpha=..``, ``T=..``, ``gp=..`` and options when set: what
-    --only matches."""
+    """``problem/algorithm/seedN``, plus ``risk=cvar``, ``alpha=..``, ``T=..``, ``gp=..`` and
+    options when set: what --only matches."""
     label = f"{spec.problem}/{spec.algorithm}/seed{spec.seed}"
     extras = []
+    if spec.risk != "var":
+        extras.append(f"risk={spec.risk}")
     if spec.alpha is not None:
         extras.append(f"alpha={spec.alpha:.4g}")
     if spec.iterations is not None:
@@ -138,28 +140,29 @@ def alpha_below_min_mass(problem_name: str) -> float:
 
 def _block(problems: Iterable[str], algorithms: Iterable[str], seeds: Iterable[int],
            iterations: int | dict[str, int] | None = None, alpha: float | str | None = None,
-           options: dict | None = None, gp: str = DEFAULT_GP) -> list[CellSpec]:
+           options: dict | None = None, gp: str = DEFAULT_GP, risk: str = "var") -> list[CellSpec]:
     """The cells of problems x algorithms x seeds (seeds innermost), with shared settings."""
     cells = []
     for problem in problems:
         t = iterations.get(problem) if isinstance(iterations, dict) else iterations
         a = alpha_below_min_mass(problem) if alpha == BELOW_MIN_MASS else alpha
         for algorithm in algorithms:
-            cells += [CellSpec.make(problem, algorithm, seed, t, a, options, gp=gp) for seed in seeds]
+            cells += [CellSpec.make(problem, algorithm, seed, t, a, options, gp=gp, risk=risk)
+                      for seed in seeds]
     return cells
 
 
 def smoke_grid() -> Grid:
-    """Every registered problem x every registered algorithm that handles its kind of Z
-    (:func:`algorithms.supports`) x 2 seeds x 3 iterations (with :func:`smoke_options` for the
-    costly algorithms)."""
+    """Every registered problem x every registered algorithm that handles its kind of Z x every risk
+    measure it optimizes (:func:`algorithms.supports`) x 2 seeds x 3 iterations (with
+    :func:`smoke_options` for the costly algorithms)."""
     problems = {name: build_problem(name, with_optimum=False) for name in PROBLEMS}
-    cells = [cell for algorithm, factory in ALGORITHMS.items() for name, p in problems.items()
-             if supports(factory, p)
+    cells = [cell for risk in RISKS for algorithm, factory in ALGORITHMS.items()
+             for name, p in problems.items() if supports(factory, p, risk)
              for cell in _block([name], [algorithm], range(SMOKE_SEEDS), SMOKE_ITERATIONS,
-                                options=smoke_options(algorithm, not p.z.is_discrete))]
-    return Grid("smoke", tuple(cells), f"every registered problem x algorithm that handles its Z, "
-                f"{SMOKE_SEEDS} seeds, {SMOKE_ITERATIONS} iterations")
+                                options=smoke_options(algorithm, not p.z.is_discrete), risk=risk)]
+    return Grid("smoke", tuple(cells), f"every registered problem x algorithm that handles its Z x "
+                f"risk measure it optimizes, {SMOKE_SEEDS} seeds, {SMOKE_ITERATIONS} iterations")
 
 
 def _figure_cells(seeds: Iterable[int], effort: Callable[[str, bool], dict | None]) -> list[CellSpec]:
@@ -267,8 +270,8 @@ NAMED_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid, "quick": quic
 # ---------------------------------------------------------------------------------------------------
 # grid files
 
-_TOP_KEYS = {"name", "seeds", "iterations", "alpha", "options", "gp", "cells"}
-_BLOCK_KEYS = {"problems", "algorithms", "seeds", "iterations", "alpha", "options", "gp"}
+_TOP_KEYS = {"name", "seeds", "iterations", "alpha", "options", "gp", "risk", "cells"}
+_BLOCK_KEYS = {"problems", "algorithms", "seeds", "iterations", "alpha", "options", "gp", "risk"}
 
 
 #: Caps that turn a typo (``seeds = 100000000``) into a one-line error instead of a MemoryError.
@@ -326,6 +329,12 @@ def _gp(value: object, where: str) -> str:
     return value
 
 
+def _risk(value: object, where: str) -> str:
+    if not isinstance(value, str) or value not in RISKS:
+        raise GridError(f"{where}: risk must be one of {', '.join(RISKS)}, got {value!r}")
+    return value
+
+
 def _names(value: object, registered: Iterable[str], planned: Iterable[str], kind: str,
            where: str) -> list[str]:
     if isinstance(value, str):
@@ -348,15 +357,16 @@ def _names(value: object, registered: Iterable[str], planned: Iterable[str], kin
     return value
 
 
-def _check_options(problem: str, algorithm: str, options: dict, where: str) -> None:
-    """Build the algorithm once so that bad option names or values fail before anything runs."""
+def _check_options(problem: str, algorithm: str, options: dict, where: str, risk: str = "var") -> None:
+    """Build the algorithm once so that bad option names or values (or a risk measure it does not
+    optimize) fail before anything runs."""
     known = (problem in PROBLEMS or is_import_path(problem)) and (
         algorithm in ALGORITHMS or is_import_path(algorithm))
     if not known:
         return  # a planned name: checked when it exists
     try:
         build_algorithm(algorithm, algorithm_factory(algorithm),
-                        build_problem(problem, with_optimum=False), 0, **options)
+                        build_problem(problem, with_optimum=False), 0, risk=risk, **options)
     except (TypeError, ValueError) as error:
         raise GridError(f"{where}: {algorithm} on {problem}: {error}") from None
 
@@ -376,6 +386,7 @@ def parse_grid(data: dict, name: str) -> Grid:
         "alpha": _alpha(data.get("alpha"), "alpha"),
         "options": _options(data.get("options", {}), "options"),
         "gp": _gp(data.get("gp", DEFAULT_GP), "gp"),
+        "risk": _risk(data.get("risk", "var"), "risk"),
     }
     blocks = data.get("cells")
     if not isinstance(blocks, list) or not blocks or not all(isinstance(b, dict) for b in blocks):
@@ -398,6 +409,7 @@ def parse_grid(data: dict, name: str) -> Grid:
         alpha = _alpha(block["alpha"], where) if "alpha" in block else defaults["alpha"]
         options = {**defaults["options"], **_options(block.get("options", {}), where)}
         gp = _gp(block["gp"], where) if "gp" in block else defaults["gp"]
+        risk = _risk(block["risk"], where) if "risk" in block else defaults["risk"]
         if alpha == BELOW_MIN_MASS:
             for problem in problems:
                 if problem not in PROBLEMS:
@@ -405,8 +417,8 @@ def parse_grid(data: dict, name: str) -> Grid:
                                     f"{problem} is not")
         for problem in problems:
             for algorithm in algorithms:
-                _check_options(problem, algorithm, options, where)
-        cells += _block(problems, algorithms, seeds, iterations, alpha, options, gp)
+                _check_options(problem, algorithm, options, where, risk)
+        cells += _block(problems, algorithms, seeds, iterations, alpha, options, gp, risk)
         if len(cells) > MAX_CELLS:
             raise GridError(f"the grid has more than {MAX_CELLS} cells")
     duplicates = len(cells) - len(set(cells))
@@ -444,10 +456,23 @@ def resolve_grid(name_or_file: str) -> Grid:
 
 
 def with_overrides(grid: Grid, seeds: int | None = None, iterations: int | None = None,
-                   gp: str | None = None) -> Grid:
-    """``--seeds N`` (seeds 0..N-1 for every cell group), ``--iterations T`` and ``--gp PROFILE``
-    (every cell)."""
+                   gp: str | None = None, risk: str | None = None) -> Grid:
+    """``--seeds N`` (seeds 0..N-1 for every cell group), ``--iterations T``, ``--gp PROFILE``
+    (every cell) and ``--risk MEASURE`` (every BO cell whose algorithm optimizes it; the others are
+    left out, and the grid's description says how many; :class:`GridError` if none is left)."""
     cells = list(grid.cells)
+    description = grid.description
+    if risk is not None:
+        if risk not in RISKS:
+            raise GridError(f"unknown risk measure {risk!r}; valid: {', '.join(RISKS)}")
+        kept = [c for c in cells if c.kind != "bo" or _optimizes(c.algorithm, risk)]
+        dropped = sorted({c.algorithm for c in cells if c not in kept})
+        if not kept:
+            raise GridError(f"no cell of grid {grid.name!r} has an algorithm that optimizes {risk}")
+        cells = [replace(c, risk=risk) if c.kind == "bo" else c for c in kept]
+        if dropped:
+            description = (f"{description}; --risk {risk} left out {len(grid.cells) - len(kept)} "
+                           f"cells of {', '.join(dropped)} (VaR only)").lstrip("; ")
     if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
         raise GridError(f"--seeds must lie in 1..{MAX_SEEDS}, got {seeds}")
     if iterations is not None:
@@ -459,7 +484,15 @@ def with_overrides(grid: Grid, seeds: int | None = None, iterations: int | None 
         if len(groups) * seeds > MAX_CELLS:
             raise GridError(f"--seeds {seeds} makes {len(groups) * seeds} cells; at most {MAX_CELLS}")
         cells = [replace(g, seed=s) for g in groups for s in range(seeds)]
-    return Grid(grid.name, tuple(dict.fromkeys(cells)), grid.description)
+    return Grid(grid.name, tuple(dict.fromkeys(cells)), description)
+
+
+def _optimizes(algorithm: str, risk: str) -> bool:
+    """Whether ``algorithm`` (a registry key or an import path) optimizes ``risk``."""
+    try:
+        return risk in getattr(algorithm_factory(algorithm), "risks", frozenset({"var"}))
+    except (KeyError, ValueError):
+        return False  # a planned or broken name: running it fails it with its own message
 
 
 def select(cells: Iterable[CellSpec], pattern: str) -> list[CellSpec]:

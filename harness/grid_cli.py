@@ -42,6 +42,7 @@ from harness.results import (
     read_metadata,
     result_files,
 )
+from harness.spec import RISKS
 from harness.store import clear_checkpoint, remove_stale_temporaries, write_manifest
 from problems import build_problem
 
@@ -65,9 +66,12 @@ def add_grid_options(container: argparse._ActionsContainer) -> None:
                            help="iterations of every cell")
     container.add_argument("--gp", default=None, metavar="PROFILE",
                            help=f"GP profile of every cell: {', '.join(GP_PROFILES)} (default: the grid's)")
+    container.add_argument("--risk", default=None, choices=RISKS,
+                           help="risk measure of every cell whose algorithm optimizes it; the grid "
+                                "leaves out the others and says so (default: the grid's, var)")
     container.add_argument("--only", default=None, metavar="PATTERN",
-                           help="run only cells whose label 'problem/algorithm/seedN [alpha=..] [T=..]' "
-                                "matches (glob if it has *?[, else substring)")
+                           help="run only cells whose label 'problem/algorithm/seedN [risk=..] [alpha=..] "
+                                "[T=..]' matches (glob if it has *?[, else substring)")
     container.add_argument("--address", default=None, metavar="ADDR",
                            help="join this Ray cluster (default: a local Ray)")
     container.add_argument("--num-cpus", type=int, default=None, metavar="N",
@@ -76,7 +80,7 @@ def add_grid_options(container: argparse._ActionsContainer) -> None:
                            help="tasks submitted at once (default: twice the cluster's CPUs)")
     container.add_argument("--dry-run", action="store_true",
                            help="run nothing, write nothing: print per group of cells (problem, algorithm, "
-                                "alpha, T, gp, options) how many are done / to run / failed / not "
+                                "alpha, T, gp, risk, options) how many are done / to run / failed / not "
                                 "available and their estimated CPU minutes, then a cost estimate")
     container.add_argument("--verbose", action="store_true",
                            help="with --dry-run: also list every cell, its state and its estimate")
@@ -96,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _grid(args: argparse.Namespace) -> tuple[Grid, list[CellSpec]]:
-    """The grid (after --seeds, --iterations, --gp) and its selected cells (after --only)."""
+    """The grid (after --seeds, --iterations, --gp, --risk) and its selected cells (after --only)."""
     if args.seeds is not None and args.seeds < 1:
         raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
     if args.iterations is not None and args.iterations < 0:
@@ -114,7 +118,7 @@ def _grid(args: argparse.Namespace) -> tuple[Grid, list[CellSpec]]:
     if args.verbose and not args.dry_run:
         raise UsageError("--verbose lists the cells of a --dry-run; add --dry-run")
     try:
-        grid = with_overrides(resolve_grid(args.grid), args.seeds, args.iterations, args.gp)
+        grid = with_overrides(resolve_grid(args.grid), args.seeds, args.iterations, args.gp, args.risk)
     except GridError as error:
         raise UsageError(str(error)) from None
     cells = list(grid.cells)
@@ -170,7 +174,8 @@ STATE_COLUMNS = (("done", "done"), ("to run", "to run"), ("failed", "failed"),
 
 def group_key(spec: CellSpec) -> tuple:
     """The cells of one line of the dry run: all but the seed in common."""
-    return (spec.problem, spec.algorithm, spec.alpha, spec.options, spec.gp, spec.iterations, spec.kind)
+    return (spec.problem, spec.algorithm, spec.alpha, spec.options, spec.gp, spec.risk, spec.iterations,
+            spec.kind)
 
 
 def problem_defaults(name: str) -> tuple[float, int] | None:
@@ -184,7 +189,7 @@ def problem_defaults(name: str) -> tuple[float, int] | None:
 
 def print_groups(cells: list[CellSpec], shown: dict[CellSpec, str], cost: dict[CellSpec, float]) -> None:
     """One line per :func:`group_key` group (in the grid's order): its problem, algorithm, alpha and
-    iterations (the problem's where the grid sets none), GP profile, the cells in each state and
+    iterations (the problem's where the grid sets none), GP profile, risk measure, the cells in each state and
     the estimated CPU minutes of those to run, and its options; then the totals. ``missing`` is a
     column only where some cell is neither done, failed, unavailable nor to run (``--retry-failed``
     leaves the missing ones)."""
@@ -212,14 +217,16 @@ def print_groups(cells: list[CellSpec], shown: dict[CellSpec, str], cost: dict[C
         if spec.kind != "bo":
             options = f"[{spec.kind}] {options}".rstrip()
         rows.append([spec.problem, spec.algorithm, "-" if alpha is None else f"{alpha:.4g}",
-                     "-" if iterations is None else str(iterations), spec.gp,
+                     "-" if iterations is None else str(iterations), spec.gp, spec.risk,
                      *(str(counts[state]) for _, state in states),
                      minutes_text(seconds), options])
     total = Counter(shown.values())
-    rows.append(["total", f"{len(groups)} groups", "", "", "", *(str(total[state]) for _, state in states),
+    rows.append(["total", f"{len(groups)} groups", "", "", "", "",
+                 *(str(total[state]) for _, state in states),
                  minutes_text(sum(cost.values())), ""])
-    header = ["problem", "algorithm", "alpha", "T", "gp", *(h for h, _ in states), "CPU min", "options"]
-    right = {2, 3, *range(5, len(header) - 1)}  # numbers
+    header = ["problem", "algorithm", "alpha", "T", "gp", "risk", *(h for h, _ in states), "CPU min",
+              "options"]
+    right = {2, 3, *range(6, len(header) - 1)}  # numbers
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         cells_text = [text.rjust(width) if i in right else text.ljust(width)

@@ -44,7 +44,7 @@ ROW_SCHEMA = pa.schema([
     ("seed", pa.int64()),
     ("iteration", pa.int64()),
     ("alpha", pa.float64()),
-    ("target", pa.string()),  # "var" or "worst_case": which optimum the regret is against
+    ("target", pa.string()),  # "var", "cvar" or "worst_case": which optimum the regret is against
     ("optimum", pa.float64()),
     ("x", _float_list),
     ("z", _float_list),
@@ -52,10 +52,10 @@ ROW_SCHEMA = pa.schema([
     ("x_rec", _float_list),
     ("var_rec", pa.float64()),  # true VaR_alpha(f(x_rec, Z))
     ("worst_rec", pa.float64()),  # true min_z f(x_rec, z)
-    ("regret", pa.float64()),  # optimum - (var_rec or worst_rec), never clipped
+    ("regret", pa.float64()),  # optimum - (var_rec, cvar_rec or worst_rec), never clipped
     ("x_rec_theory", _float_list),  # x_{t*}, t* = argmax_t VaR(l_{t-1}(x_t, Z))
     ("regret_theory", pa.float64()),
-    ("var_mean_rec", pa.float64()),  # the model's estimate at x_rec
+    ("var_mean_rec", pa.float64()),  # the model's estimate at x_rec of the cell's risk measure (VaR or CVaR)
     ("beta", pa.float64()),
     ("lv_count", pa.int64()),
     ("var_upper", pa.float64()),
@@ -76,9 +76,12 @@ ROW_SCHEMA_V2 = ROW_SCHEMA_V1.append(pa.field("gp_lengthscale", _float_list)).ap
     pa.field("gp_outputscale", pa.float64())).append(pa.field("gp_noise", pa.float64())).append(
     pa.field("gp_mean", pa.float64()))
 #: The proposal's whole ``info`` as JSON text (null at iteration 0; older files read it as null).
-ROW_SCHEMA = ROW_SCHEMA_V2.append(pa.field("info", pa.string()))
+ROW_SCHEMA_V3 = ROW_SCHEMA_V2.append(pa.field("info", pa.string()))
+#: The true CVaR_alpha(f(x_rec, Z)) of the recommendation: set in the cells that optimize CVaR
+#: (``risk = "cvar"``), null in the others (and in older files).
+ROW_SCHEMA = ROW_SCHEMA_V3.append(pa.field("cvar_rec", pa.float64()))
 #: Older BO schemas, newest first: each is a prefix of the current one, read with the rest null.
-OLDER_ROW_SCHEMAS = (ROW_SCHEMA_V2, ROW_SCHEMA_V1)
+OLDER_ROW_SCHEMAS = (ROW_SCHEMA_V3, ROW_SCHEMA_V2, ROW_SCHEMA_V1)
 
 #: Column name -> type of every row of every timing-cell file (one row per timed call).
 TIMING_SCHEMA = pa.schema([
@@ -242,7 +245,7 @@ def spec_from_dict(data: dict) -> CellSpec:
     """The :class:`CellSpec` of a stored spec (a file's metadata, a manifest, a failure record)."""
     return CellSpec(data["problem"], data["algorithm"], data["seed"], data["iterations"],
                     data["alpha"], tuple((k, v) for k, v in data["options"]), data.get("kind", "bo"),
-                    data.get("gp", DEFAULT_GP))
+                    data.get("gp", DEFAULT_GP), data.get("risk", "var"))
 
 
 def check_cell_file(path: Location) -> str | None:
@@ -329,8 +332,9 @@ def failure_files(out: Location | str) -> list[Location]:
 def read_results(out: Location | str) -> pd.DataFrame:
     """Every finished cell under ``out`` as one DataFrame: the columns of :data:`ROW_SCHEMA` plus
     ``spec_hash`` (the file's, which tells apart cells that differ in iterations, alpha or options),
-    ``iterations`` (the cell's planned count), ``options`` (canonical JSON of its options) and ``gp``
-    (its GP profile). Files of the older schema read with null ``gp_*`` columns.
+    ``iterations`` (the cell's planned count), ``options`` (canonical JSON of its options), ``gp``
+    (its GP profile) and ``risk`` (the risk measure it optimizes, ``var`` or ``cvar``). Files of the
+    older schema read with null ``gp_*`` columns.
 
     Files are read one by one with the fixed schema and concatenated, so no type merging or
     partition inference happens (pandas 3 / pyarrow 26 safe). An empty folder gives an empty frame
@@ -358,11 +362,12 @@ def read_results(out: Location | str) -> pd.DataFrame:
         options = json.dumps(dict(spec.get("options", [])), sort_keys=True)
         table = table.append_column("options", pa.array([options] * n, pa.string()))
         table = table.append_column("gp", pa.array([spec.get("gp", DEFAULT_GP)] * n, pa.string()))
+        table = table.append_column("risk", pa.array([spec.get("risk", "var")] * n, pa.string()))
         tables.append(table)
     if not tables:
         schema = ROW_SCHEMA.append(pa.field("spec_hash", pa.string())).append(
             pa.field("iterations", pa.int64())).append(pa.field("options", pa.string())).append(
-            pa.field("gp", pa.string()))
+            pa.field("gp", pa.string())).append(pa.field("risk", pa.string()))
         return schema.empty_table().to_pandas()
     return pa.concat_tables(tables).to_pandas()
 

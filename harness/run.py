@@ -57,6 +57,7 @@ from harness.cli import (
     out_location,
     parse_option,
 )
+from harness.spec import RISKS
 from harness.store import write_cell
 from problems import PROBLEMS, build_problem, get_problem
 
@@ -113,6 +114,9 @@ def add_cell_arguments(container: argparse._ActionsContainer) -> None:
                                 "--describe ALGORITHM lists them")
     container.add_argument("--gp", default=DEFAULT_GP, metavar="PROFILE",
                            help=f"GP profile: {', '.join(GP_PROFILES)} (default {DEFAULT_GP})")
+    container.add_argument("--risk", default="var", choices=RISKS,
+                           help="risk measure to optimize and score: var (default) or cvar, the "
+                                "lower-tail mean (--list: which algorithms optimize which)")
     container.add_argument("--out", default="results/single", metavar="DIR",
                            help="results folder (default results/single)")
     container.add_argument("--threads", type=int, default=1, metavar="N",
@@ -183,10 +187,10 @@ def validate(args: argparse.Namespace) -> CellSpec:
         raise UsageError(f"unknown GP profile {args.gp!r}; valid: {', '.join(GP_PROFILES)}")
     options = dict(parse_option(o) for o in args.option)
     spec = CellSpec.make(args.problem, args.algorithm, args.seed, args.iterations, args.alpha,
-                         options, gp=args.gp)
+                         options, gp=args.gp, risk=args.risk)
     problem = get_problem(args.problem, args.alpha)
     try:  # building the algorithm validates its options before any compute
-        build_algorithm(args.algorithm, factory, problem, 0, **options)
+        build_algorithm(args.algorithm, factory, problem, 0, risk=args.risk, **options)
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
     return spec
@@ -237,8 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     median_acq = acq[len(acq) // 2] if acq else math.nan
     regret = last["regret"]
     if regret is None:  # the problem declares its optimum unknown
-        outcome = (f"final true {'VaR' if last['target'] == 'var' else 'worst case'} of the "
-                   f"recommendation {last['var_rec' if last['target'] == 'var' else 'worst_rec']:.6g} "
+        name, column = {"var": ("VaR", "var_rec"), "cvar": ("CVaR", "cvar_rec"),
+                        "worst_case": ("worst case", "worst_rec")}[last["target"]]
+        outcome = (f"final true {name} of the recommendation {last[column]:.6g} "
                    "(optimum unknown: no regret)")
     else:
         log_regret = math.log10(regret) if regret > 0 else float("-inf")

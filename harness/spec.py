@@ -11,6 +11,9 @@ from algorithms.gp import DEFAULT_GP, gp_profile
 
 #: What a cell can be: a BO run, or a timing cell of the complexity study.
 CELL_KINDS = ("bo", "timing")
+#: The risk measures a BO cell can optimize (``"var"`` the default): VaR_alpha, or CVaR_alpha (the
+#: lower-tail mean, :func:`problems.weighted_cvar`).
+RISKS = ("var", "cvar")
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,8 @@ class CellSpec:
             complexity study, :func:`harness.complexity.run_timing_cell`; its options also hold
             the controlled state).
         gp: the GP profile (:data:`algorithms.gp.GP_PROFILES`), ``"paper"`` by default.
+        risk: the risk measure the cell optimizes and is scored on (:data:`RISKS`), ``"var"`` by
+            default.
     """
 
     problem: str
@@ -37,16 +42,19 @@ class CellSpec:
     options: tuple[tuple[str, object], ...] = field(default_factory=tuple)
     kind: str = "bo"
     gp: str = DEFAULT_GP
+    risk: str = "var"
 
     def to_dict(self) -> dict:
-        """The spec as plain data; ``kind`` only when it is not ``"bo"`` and ``gp`` only when it is
-        not the default, so that cells keep the identity (and hash) they had before timing cells
-        and GP profiles existed."""
+        """The spec as plain data; ``kind`` only when it is not ``"bo"``, ``gp`` and ``risk`` only
+        when they are not the defaults, so that cells keep the identity (and hash) they had before
+        timing cells, GP profiles and risk measures existed."""
         data = asdict(self)
         if self.kind == "bo":
             del data["kind"]
         if self.gp == DEFAULT_GP:
             del data["gp"]
+        if self.risk == "var":
+            del data["risk"]
         return data
 
     def to_json(self) -> str:
@@ -56,12 +64,14 @@ class CellSpec:
     @staticmethod
     def make(problem: str, algorithm: str, seed: int, iterations: int | None = None,
              alpha: float | None = None, options: dict | None = None, kind: str = "bo",
-             gp: str = DEFAULT_GP) -> CellSpec:
+             gp: str = DEFAULT_GP, risk: str = "var") -> CellSpec:
         if kind not in CELL_KINDS:
             raise ValueError(f"unknown cell kind {kind!r}; valid: {', '.join(CELL_KINDS)}")
+        if risk not in RISKS:
+            raise ValueError(f"unknown risk measure {risk!r}; valid: {', '.join(RISKS)}")
         gp_profile(gp)  # ValueError if unknown
         return CellSpec(problem, algorithm, seed, iterations, alpha,
-                        tuple(sorted((options or {}).items())), kind, gp)
+                        tuple(sorted((options or {}).items())), kind, gp, risk)
 
 
 @dataclass

@@ -4,6 +4,8 @@
     python -m problems --json               # the same as a JSON list
     python -m problems --check-optima       # recompute every optimum, compare with the table
     python -m problems --write-optima [NAME ...]  # recompute and rewrite problems/optima.json
+        [--target T]    # only this target (var, worst_case, cvar; repeatable; default all three):
+                        # the entry's other targets are kept
         [--workers N]   # processes for the simulated problems' searches (default 1)
         [--partial]     # robot-push-3-2: write the best found so far, labelled "complete": false
     python -m problems --search-optimum MODULE:ATTR [--alpha A] [--points N]
@@ -18,7 +20,7 @@ import json
 import sys
 
 from problems.distributions import DiscreteZ
-from problems.optima import GENERAL_POINTS, load_table, search_problem, write_table
+from problems.optima import GENERAL_POINTS, TARGETS, load_table, search_problem, write_table
 from problems.registry import PROBLEMS, build_problem
 
 
@@ -41,6 +43,8 @@ def _rows() -> list[dict]:
             "argmax_var": entry["var"]["argmax"] if entry else None,
             "optimum_worst_case": entry["worst_case"]["value"] if entry else None,
             "argmax_worst_case": entry["worst_case"]["argmax"] if entry else None,
+            "optimum_cvar": entry["cvar"]["value"] if entry and "cvar" in entry else None,
+            "argmax_cvar": entry["cvar"]["argmax"] if entry and "cvar" in entry else None,
             "description": p.description,
         })
     return rows
@@ -55,7 +59,7 @@ def _print_table(rows: list[dict]) -> None:
         return "-" if v is None else str(v)
 
     columns = ["name", "d_x", "d_z", "z", "alpha", "noise_std", "n_init", "iterations",
-               "optimum_var", "argmax_var", "optimum_worst_case", "argmax_worst_case"]
+               "optimum_var", "argmax_var", "optimum_worst_case", "argmax_worst_case", "optimum_cvar"]
     cells = [[fmt(r[c]) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
@@ -63,22 +67,37 @@ def _print_table(rows: list[dict]) -> None:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
 
 
-def _certify(names: list[str], write: bool, workers: int = 1, partial: bool = False) -> int:
+def merge_entry(old: dict | None, new: dict, targets: tuple[str, ...]) -> dict:
+    """The table's entry after a search of ``targets``: ``new`` whole when it searched the entry's
+    every target (or there was none); else ``old`` with each searched target replaced, carrying the
+    search's own description (method, size, seconds: ``search``), since the entry's describe the
+    search of the targets kept."""
+    if old is None or set(targets) >= set(TARGETS) & (set(old) | set(targets)):
+        return new
+    about = {k: v for k, v in new.items() if k not in TARGETS and k != "alpha"}
+    if old["alpha"] != new["alpha"]:
+        raise ValueError(f"the entry is at alpha {old['alpha']}, the search at {new['alpha']}")
+    return old | {t: {**new[t], "search": about} for t in targets}
+
+
+def _certify(names: list[str], write: bool, workers: int = 1, partial: bool = False,
+             targets: tuple[str, ...] = TARGETS) -> int:
     table = load_table()
     largest = 0.0
     for name in names:
-        entry = search_problem(build_problem(name, with_optimum=False), workers=workers, partial=partial)
-        print(f"{name}: VaR* = {entry['var']['value']:.12f} at {entry['var']['argmax']}, "
-              f"worst case* = {entry['worst_case']['value']:.12f} ({entry['seconds']} s)",
-              flush=True)
+        entry = search_problem(build_problem(name, with_optimum=False), workers=workers, partial=partial,
+                               targets=targets)
+        found = ", ".join(f"{t}* = {entry[t]['value']:.12f} at {entry[t]['argmax']}" for t in targets)
+        print(f"{name}: {found} ({entry['seconds']} s)", flush=True)
         if name in table:
-            largest = max(largest, *(abs(entry[k]["value"] - table[name][k]["value"])
-                                     for k in ("var", "worst_case")))
-        table[name] = entry
+            largest = max([largest, *(abs(entry[k]["value"] - table[name][k]["value"])
+                                      for k in targets if k in table[name])])
+        table[name] = merge_entry(table.get(name), entry, targets)
     print(f"largest difference from the committed table: {largest:.3e}")
     if write:
         # re-read first: a search can take hours, and others may have written entries meanwhile
-        write_table(load_table() | {name: table[name] for name in names})
+        latest = load_table()
+        write_table(latest | {name: merge_entry(latest.get(name), table[name], targets) for name in names})
         return 0
     return 0 if largest <= 1e-7 else 1
 
@@ -125,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", type=int, default=GENERAL_POINTS, metavar="N",
                         help=f"with --search-optimum: Sobol points before the compass search "
                         f"(default {GENERAL_POINTS})")
+    parser.add_argument("--target", action="append", choices=TARGETS, default=None,
+                        help="with --check-optima / --write-optima: only this target (repeatable; "
+                        "default: var, worst_case and cvar)")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="processes for the searches of the simulated problems (default 1)")
     parser.add_argument("--partial", action="store_true",
@@ -140,8 +162,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m problems: error: unknown problem(s) {', '.join(unknown)}; "
                   f"valid: {', '.join(PROBLEMS)}", file=sys.stderr)
             return 2
+        targets = tuple(dict.fromkeys(args.target)) if args.target else TARGETS
         return _certify(names or list(PROBLEMS), write=args.write_optima is not None,
-                        workers=args.workers, partial=args.partial)
+                        workers=args.workers, partial=args.partial, targets=targets)
     rows = _rows()
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -37,7 +37,7 @@ class Optimum:
     """The optimization targets of a problem, at the problem's alpha.
 
     A user's problem may know only some of them: what is None is unknown, and a regret against it is
-    null (the registered problems know all four).
+    null (the registered problems know all six).
 
     Attributes:
         var: max_x VaR_alpha(f(x, Z)).
@@ -47,6 +47,8 @@ class Optimum:
         lower_bound: True when the values are the best found by a search that cannot certify them
             (robot pushing: no closed form, every evaluation a simulation). A run that beats them has
             a negative regret, which then means the bound was beaten, not that the run is wrong.
+        cvar: max_x CVaR_alpha(f(x, Z)), the optimum of the cells that optimize CVaR.
+        argmax_cvar: a maximizer of CVaR.
     """
 
     var: float | None
@@ -54,10 +56,15 @@ class Optimum:
     worst_case: float | None = None
     argmax_worst_case: tuple[float, ...] | None = None
     lower_bound: bool = False
+    cvar: float | None = None
+    argmax_cvar: tuple[float, ...] | None = None
 
     def value(self, target: str) -> float | None:
-        """The optimum of ``target`` (``"var"`` or ``"worst_case"``), None where it is unknown."""
-        return self.var if target == "var" else self.worst_case
+        """The optimum of ``target`` (``"var"``, ``"cvar"`` or ``"worst_case"``), None where it is
+        unknown."""
+        if target not in ("var", "cvar", "worst_case"):
+            raise ValueError(f"unknown target {target!r}")
+        return {"var": self.var, "cvar": self.cvar, "worst_case": self.worst_case}[target]
 
 
 @dataclass(frozen=True)

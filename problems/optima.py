@@ -191,36 +191,53 @@ CONTINUOUS_SEARCH = {
 }
 
 
+#: The targets an entry of the table holds: VaR_alpha, the worst case, and CVaR_alpha.
+TARGETS = ("var", "worst_case", "cvar")
+
+
+def objective(problem, target: str, alpha: float) -> Callable[[Tensor], Tensor]:
+    """The function of x a target maximizes: ``batch x d_x`` -> ``batch``."""
+    if target == "var":
+        return lambda x: problem.var(x, alpha)
+    if target == "cvar":
+        return lambda x: problem.cvar(x, alpha)
+    if target == "worst_case":
+        return problem.worst_case
+    raise ValueError(f"unknown target {target!r}; valid: {', '.join(TARGETS)}")
+
+
 def search_problem(problem, alpha: float | None = None, workers: int = 1, partial: bool = False,
-                   general: bool = False, points: int = GENERAL_POINTS) -> dict:
-    """Both targets of ``problem`` (a :class:`problems.base.Problem`) at ``alpha``.
+                   general: bool = False, points: int = GENERAL_POINTS,
+                   targets: tuple[str, ...] = ("var", "worst_case")) -> dict:
+    """The ``targets`` (:data:`TARGETS`) of ``problem`` (a :class:`problems.base.Problem`) at
+    ``alpha``: an entry of the table, with one search result per target.
 
     ``workers`` and ``partial`` only matter to the searches of :data:`SPECIAL_SEARCHES`. A problem
     without a dedicated setting (any d_x, any d_z), or any problem with ``general``, gets the
     general search (:func:`sobol_compass_maximize` with ``points`` Sobol points), whose entry says
     ``"method": "sobol-compass"`` and ``"lower_bound": true``.
     """
+    for target in targets:
+        objective(problem, target, 0.5)  # ValueError on an unknown target, before any search
     if problem.name in SPECIAL_SEARCHES and not general:
         module, function = SPECIAL_SEARCHES[problem.name].split(":")
         search = getattr(importlib.import_module(module), function)
-        return search(problem, alpha, workers=workers, partial=partial)
+        return search(problem, alpha, workers=workers, partial=partial, targets=targets)
     alpha = problem.alpha if alpha is None else alpha
     start = time.perf_counter()
     if general or _general(problem):
-        var = sobol_compass_maximize(lambda x: problem.var(x, alpha), problem.d_x, points)
-        worst = sobol_compass_maximize(problem.worst_case, problem.d_x, points)
-        return {"alpha": alpha, "var": var.to_json(), "worst_case": worst.to_json(),
-                "method": "sobol-compass", "points": points, "lower_bound": True,
-                "seconds": round(time.perf_counter() - start, 1)}
+        found = {t: sobol_compass_maximize(objective(problem, t, alpha), problem.d_x, points).to_json()
+                 for t in targets}
+        return {"alpha": alpha, **found, "method": "sobol-compass", "points": points,
+                "lower_bound": True, "seconds": round(time.perf_counter() - start, 1)}
     settings = {}
     if not getattr(problem.z, "is_discrete", True):
         settings = CONTINUOUS_SEARCH[(problem.d_x, problem.d_z)]
-    var = grid_zoom_maximize(lambda x: problem.var(x, alpha), problem.d_x, **settings)
-    worst = grid_zoom_maximize(problem.worst_case, problem.d_x, **settings)
+    found = {t: grid_zoom_maximize(objective(problem, t, alpha), problem.d_x, **settings).to_json()
+             for t in targets}
     return {
         "alpha": alpha,
-        "var": var.to_json(),
-        "worst_case": worst.to_json(),
+        **found,
         "grid_per_axis": settings.get("grid_per_axis", GRID_PER_AXIS[problem.d_x]),
         "seconds": round(time.perf_counter() - start, 1),
     }

@@ -101,12 +101,19 @@ PROBLEMS["robot-push-3-2"] = robot_push_problem
 
 
 def _optimum_from_entry(entry: dict) -> Optimum:
+    """The :class:`Optimum` of an entry of the table (or of a search), None where a target is not
+    in it; ``lower_bound`` if the entry or its target says so (the CVaR of a simulated problem)."""
+    def value(target: str) -> float | None:
+        return entry[target]["value"] if target in entry else None
+
+    def argmax(target: str) -> tuple[float, ...] | None:
+        return tuple(entry[target]["argmax"]) if target in entry else None
+
     return Optimum(
-        var=entry["var"]["value"],
-        argmax_var=tuple(entry["var"]["argmax"]),
-        worst_case=entry["worst_case"]["value"],
-        argmax_worst_case=tuple(entry["worst_case"]["argmax"]),
+        var=value("var"), argmax_var=argmax("var"),
+        worst_case=value("worst_case"), argmax_worst_case=argmax("worst_case"),
         lower_bound=bool(entry.get("lower_bound", False)),
+        cvar=value("cvar"), argmax_cvar=argmax("cvar"),
     )
 
 
@@ -193,12 +200,14 @@ def z_kind_of(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def get_problem(name: str, alpha: float | None = None) -> Problem:
+def get_problem(name: str, alpha: float | None = None, risk: str = "var") -> Problem:
     """Problem ``name`` at risk level ``alpha`` (default: the problem's), with the optimum at that alpha.
 
     At the default alpha the optimum comes from the committed table. Below the smallest mass of a
-    discrete Z, VaR is the minimum over the support, so the optimum is the worst-case target.
-    Otherwise it is computed by the same search as the table (seconds to a minute) and memoized.
+    discrete Z, VaR and CVaR are the minimum over the support, so both optima are the worst-case
+    target. Otherwise it is computed by the same search as the table (seconds to a minute) and
+    memoized: the worst case and the optimum of ``risk`` (``"var"`` or ``"cvar"``; the other is
+    left unknown).
     """
     problem = build_problem(name)
     if alpha is None or alpha == problem.alpha:
@@ -210,12 +219,13 @@ def get_problem(name: str, alpha: float | None = None) -> Problem:
     if isinstance(problem.z, DiscreteZ) and alpha <= problem.z.min_mass:
         best = problem.optimum
         optimum = Optimum(best.worst_case, best.argmax_worst_case, best.worst_case,
-                          best.argmax_worst_case, best.lower_bound)
+                          best.argmax_worst_case, best.lower_bound, best.worst_case,
+                          best.argmax_worst_case)
     elif name not in PROBLEMS:
         # a user's problem declares its optimum at its own alpha; at another one it is unknown
         # unless the user searches for it (python -m problems --search-optimum, stated accuracy)
         optimum = None
     else:
-        entry = search_problem(problem, alpha)
+        entry = search_problem(problem, alpha, targets=(risk, "worst_case"))
         optimum = _optimum_from_entry(entry)
     return replace(problem, alpha=alpha, optimum=optimum)

@@ -31,6 +31,7 @@ from torch import Tensor
 
 from problems.base import Problem
 from problems.cache import cache_dir
+from problems.risk import weighted_cvar
 from problems.robot_push import objective_with
 
 N_SOBOL = 100_000
@@ -160,15 +161,14 @@ def _refine(target, x0: Tensor, value0: float) -> tuple[float, list[float], int]
 
 def _refine_target(problem: Problem, name: str, alpha: float, X: Tensor, scores: Tensor,
                    workers: int, n_sobol: int) -> dict:
-    """Multi-start refinement of one target (``var`` or ``worst_case``), checkpointed per start."""
+    """Multi-start refinement of one target (``var``, ``cvar`` or ``worst_case``), checkpointed per
+    start."""
     path = _checkpoint_dir() / f"refine-{name}-alpha{alpha}-n{n_sobol}.json"
     state = json.loads(path.read_text()) if path.exists() else {"starts": []}
 
     def target(x: Tensor) -> float:
         values = _support_values(problem, x.unsqueeze(0), workers)
-        if name == "var":
-            return float(problem.z.var(values, alpha)[0])
-        return float(values.min())
+        return float(_target_values(problem, name, values, alpha)[0])
 
     for k, i in enumerate(_starts(X, scores)):
         if k < len(state["starts"]):
@@ -194,8 +194,19 @@ def _refine_target(problem: Problem, name: str, alpha: float, X: Tensor, scores:
     }
 
 
-def search(problem: Problem, alpha: float | None = None, workers: int = 1, partial: bool = False) -> dict:
-    """Both targets of ``robot-push-3-2`` at ``alpha``; an entry of ``optima.json``.
+def _target_values(problem: Problem, name: str, values: Tensor, alpha: float) -> Tensor:
+    """A target at each x from its 64 values of f, ``n x 64`` -> ``n``."""
+    if name == "var":
+        return problem.z.var(values, alpha)
+    if name == "cvar":
+        return weighted_cvar(values, problem.z.masses.to(values), alpha)
+    return values.min(dim=-1).values
+
+
+def search(problem: Problem, alpha: float | None = None, workers: int = 1, partial: bool = False,
+           targets: tuple[str, ...] = ("var", "worst_case")) -> dict:
+    """The ``targets`` of ``robot-push-3-2`` at ``alpha`` (``var``, ``worst_case``, ``cvar``); an
+    entry of ``optima.json``.
 
     ``partial``: stop the quasi-random phase where the checkpoint is (no new Sobol simulations),
     refine from what is there and label the entry ``"complete": false``.
@@ -207,13 +218,12 @@ def search(problem: Problem, alpha: float | None = None, workers: int = 1, parti
         raise RuntimeError("no Sobol simulations in the checkpoint yet; run without --partial first")
     X = sobol_points(n_sobol)
     V = torch.from_numpy(values)
-    var = _refine_target(problem, "var", alpha, X, problem.z.var(V, alpha), workers, n_sobol)
-    worst = _refine_target(problem, "worst_case", alpha, X, V.min(dim=-1).values, workers, n_sobol)
-    refine_x = var["evaluations"] + worst["evaluations"] - 2 * n_sobol
+    found = {name: _refine_target(problem, name, alpha, X, _target_values(problem, name, V, alpha),
+                                  workers, n_sobol) for name in targets}
+    refine_x = sum(entry["evaluations"] - n_sobol for entry in found.values())
     return {
         "alpha": alpha,
-        "var": var,
-        "worst_case": worst,
+        **found,
         "method": (f"scrambled Sobol x (seed {SOBOL_SEED}), each at all 64 W; then Nelder-Mead "
                    f"(at most {MAX_EVALUATIONS} x, first step {INITIAL_STEP}) from the {N_STARTS} best "
                    f"x at least {MIN_SEPARATION} apart, per target"),
@@ -223,6 +233,6 @@ def search(problem: Problem, alpha: float | None = None, workers: int = 1, parti
         "lower_bound": True,
         "command": COMMAND,
         # CPU seconds of the whole search, summed over resumed calls (wall clock depends on the load)
-        "seconds": round(_sobol_seconds() + var["refinement_cpu_seconds"]
-                         + worst["refinement_cpu_seconds"], 1),
+        "seconds": round(_sobol_seconds() + sum(entry["refinement_cpu_seconds"]
+                                                for entry in found.values()), 1),
     }
