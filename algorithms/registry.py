@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from algorithms.base import Algorithm, check_algorithm
+from algorithms.botorch_risk import BotorchRisk
 from algorithms.cvucb import CVUCB
 from algorithms.describe import OptionDoc, describe_options
 from algorithms.random_search import RandomSearch
@@ -31,6 +32,7 @@ ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "rhokg-apx": RhoKGApx,
     "rhokg-apx-released": RhoKGApxReleased,
     "cvucb": CVUCB,
+    "botorch-risk": BotorchRisk,
 }
 for _key, _factory in ALGORITHMS.items():  # a class whose name or declarations do not hold fails here
     check_algorithm(_key, _factory)

@@ -54,8 +54,48 @@ from torch import Tensor
 from algorithms.base import Algorithm, Proposal, Recommendation, positive_float, positive_int
 from algorithms.gp import PosteriorMarginals
 from problems import DiscreteZ, Problem
-from problems.risk import weighted_var
+from problems.risk import weighted_cvar, weighted_var
 from problems.seeding import derive_seed, generator
+
+#: A risk measure of weighted samples: ``batch x m`` values, ``m`` masses, alpha -> ``batch``.
+Measure = Callable[[Tensor, Tensor, float], Tensor]
+
+
+def borisk_cvar_equal(values: Tensor, masses: Tensor, alpha: float) -> Tensor:
+    """CVaR as BoRisk's ``InnerRho`` computes it without weights (its acquisition, which never
+    receives the weights): the equal-weight mean of the n - int(n alpha_B) smallest values, alpha_B =
+    1 - alpha its upper-tail level (``samples[..., int(num_samples * alpha):]`` of -f sorted
+    ascending). ``masses`` is ignored. It differs from CVaR_alpha where n alpha is not an integer:
+    the boundary value weighs 1/n instead of alpha - C_k, and the mean divides by k/n instead of
+    alpha (64 points at alpha = 0.1: the 7 smallest, where CVaR weighs 6.4 of them)."""
+    n = values.shape[-1]
+    k = n - int(n * (1.0 - alpha))  # BoRisk's int() of a float product, kept as it is
+    return torch.topk(values, k, dim=-1, largest=False).values.mean(-1)
+
+
+def borisk_cvar_weighted(values: Tensor, masses: Tensor, alpha: float) -> Tensor:
+    """CVaR as BoRisk's ``InnerRho`` computes it with weights (its current best and recommendation):
+    with -f sorted ascending and its weights accumulated, every point whose cumulative weight is
+    >= alpha_B = 1 - alpha is in the tail, with its whole weight, and the sum is divided by the
+    tail's weight. In f's terms: the points whose mass strictly below them is <= alpha, averaged by
+    their masses; the VaR point keeps its whole mass instead of alpha - C_k, and where C_k = alpha
+    exactly the next point is in too."""
+    order = torch.argsort(values.detach(), dim=-1, descending=True, stable=True)  # -f ascending
+    ordered = torch.gather(values, -1, order)
+    weights = torch.gather(masses.expand_as(values), -1, order)
+    tail = (torch.cumsum(weights, dim=-1) >= 1.0 - alpha).to(values.dtype)  # BoRisk: no tolerance
+    return (ordered * weights * tail).sum(-1) / (weights * tail).sum(-1)
+
+
+#: The measures of a cell's risk, by ``cvar_formula``: (the acquisition's, the current best's and
+#: the recommendation's). VaR has one formula, BoRisk's equal to the definition (int(n alpha_B)
+#: is the lower quantile's order statistic).
+MEASURES: dict[tuple[str, str], tuple[Measure, Measure]] = {
+    ("var", "exact"): (weighted_var, weighted_var),
+    ("var", "released"): (weighted_var, weighted_var),
+    ("cvar", "exact"): (weighted_cvar, weighted_cvar),
+    ("cvar", "released"): (borisk_cvar_equal, borisk_cvar_weighted),
+}
 
 #: Relative jitter added to every covariance before its Cholesky factor: the posterior covariance
 #: of f over 100 close points of W is numerically singular.
@@ -123,8 +163,9 @@ def estimate_bounds(centre: Tensor, v: Tensor, coef: Tensor) -> tuple[Tensor, Te
     return centre + ends.amin(0).mean(-1), centre + ends.amax(0).mean(-1)
 
 
-def var_estimate(mean: Tensor, root: Tensor, eps: Tensor, masses: Tensor, alpha: float) -> Tensor:
-    """E[VaR] over samples ``mean + root @ eps``.
+def var_estimate(mean: Tensor, root: Tensor, eps: Tensor, masses: Tensor, alpha: float,
+                 measure: Measure = weighted_var) -> Tensor:
+    """E[VaR] (or E[``measure``]) over samples ``mean + root @ eps``.
 
     Args:
         mean: ``batch x m`` means over W.
@@ -136,7 +177,7 @@ def var_estimate(mean: Tensor, root: Tensor, eps: Tensor, masses: Tensor, alpha:
         ``batch`` averages over the S samples of the weighted VaR.
     """
     samples = mean.unsqueeze(-2) + eps @ root.transpose(-1, -2)  # batch x S x m
-    return weighted_var(samples, masses, alpha).mean(-1)
+    return measure(samples, masses, alpha).mean(-1)
 
 
 @dataclass
@@ -194,13 +235,18 @@ class FastRhoKG:
             factor L (:func:`updated_noise`), O(m^2); ``"cholesky"`` factors Sigma' afresh, O(m^3),
             which maps the base samples exactly as BoRisk's GPyTorch sampling does. Both give
             samples of the same distribution from the same base samples.
+        measure: the risk measure of a sample over W (default VaR; CVaR for a CVaR cell, see
+            :data:`MEASURES`); the pruning's bounds (:func:`estimate_bounds`) hold for any measure
+            that is monotone and shifts with a constant, as both are.
     """
 
     def __init__(self, model: SingleTaskGP, w: WSet, alpha: float, past_x: Tensor,
-                 eps_now: Tensor, eps_fantasy: Tensor, root: str = "update") -> None:
+                 eps_now: Tensor, eps_fantasy: Tensor, root: str = "update",
+                 measure: Measure = weighted_var) -> None:
         if root not in ("update", "cholesky"):
             raise ValueError(f"root must be 'update' or 'cholesky', got {root!r}")
         self.post = _Posterior(model)
+        self.measure = measure
         self.w, self.alpha, self.past_x, self.root = w, alpha, past_x, root
         self.eps_now, self.eps_fantasy = eps_now, eps_fantasy
         with torch.no_grad():
@@ -214,16 +260,18 @@ class FastRhoKG:
                 self.mean_base_past = self.mean_past[:, None, None, :] + self.base_past
                 # mean over samples of VaR(mean + L eps_k), P x K: the centre of the bound on
                 # every fantasy's estimate at a past x' (see :meth:`_full_search_update`)
-                self.var_base_past = weighted_var(self.mean_base_past, w.weights, alpha).mean(-1)
+                self.var_base_past = measure(self.mean_base_past, w.weights, alpha).mean(-1)
 
-    def estimate_now(self, x: Tensor, weights: Tensor | None = None) -> Tensor:
-        """E_n[VaR_alpha(F(x, W))] for ``b x d_x`` -> ``b`` (original scale), with the W set's
-        weights or ``weights`` (``m``) instead."""
+    def estimate_now(self, x: Tensor, weights: Tensor | None = None,
+                     measure: Measure | None = None) -> Tensor:
+        """E_n[VaR_alpha(F(x, W))] (the estimator's measure) for ``b x d_x`` -> ``b`` (original
+        scale), with the W set's weights or ``weights`` (``m``) instead, and its measure or
+        ``measure`` instead."""
         A = _with_w(x, self.w.points)
         mean, V = self.post.project(A)
         root = sample_root(self.post.cov(A, V, A, V))
         weights = self.w.weights if weights is None else weights
-        value = var_estimate(mean, root, self.eps_now, weights, self.alpha)
+        value = var_estimate(mean, root, self.eps_now, weights, self.alpha, measure or self.measure)
         return value * self.post.y_std + self.post.y_mean
 
     def _base(self, L: Tensor) -> Tensor:
@@ -300,7 +348,7 @@ class FastRhoKG:
         else:
             fantasy_mean = mean + v * xi[:, None]  # b x K x m
             samples = (fantasy_mean.unsqueeze(-2) + noise).unsqueeze(1)
-        values = weighted_var(samples, self.w.weights, self.alpha).mean(-1)  # b x J x K
+        values = self.measure(samples, self.w.weights, self.alpha).mean(-1)  # b x J x K
         return values * post.y_std + post.y_mean
 
 
@@ -354,11 +402,11 @@ class FastRhoKG:
         proj = torch.einsum("kst,ptb->bpks", eps, u)  # u^T eps: b x P x K x M
         coef = xi[:, None] - cc.T[:, :, None, None] * proj  # b x P x K x M
         v_p = v_p.permute(2, 0, 1).contiguous()  # b x P x m; contiguous m: the fused add below is 5x faster
-        values_x = weighted_var(samples_x, w.weights, self.alpha).mean(-1)  # b x K
+        values_x = self.measure(samples_x, w.weights, self.alpha).mean(-1)  # b x K
         if not prune:
             samples_p = torch.addcmul(self.mean_base_past[:, :K], v_p[:, :, None, None, :],
                                       coef.unsqueeze(-1))
-            values_p = weighted_var(samples_p, w.weights, self.alpha).mean(-1)  # b x P x K
+            values_p = self.measure(samples_p, w.weights, self.alpha).mean(-1)  # b x P x K
         else:
             values_p = self._pruned_past_values(values_x, v_p, coef, K)
         values = torch.cat([values_x.unsqueeze(1), values_p], dim=1)
@@ -384,7 +432,7 @@ class FastRhoKG:
             bi, pj, kk = live.nonzero(as_tuple=True)
             samples = torch.addcmul(self.mean_base_past[pj, kk], v_p[bi, pj][:, None, :],
                                     coef[bi, pj, kk].unsqueeze(-1))  # r x M x m
-            kept = weighted_var(samples, self.w.weights, self.alpha).mean(-1)  # r
+            kept = self.measure(samples, self.w.weights, self.alpha).mean(-1)  # r
             values_p.index_put_((bi, pj, kk), kept)
             if not grad:  # raw scoring, values at solutions: done
                 return values_p
@@ -398,7 +446,7 @@ class FastRhoKG:
             values_p = values_p.masked_fill(winners[:, 1:].unsqueeze(-1), 0.0)
         samples = torch.addcmul(self.mean_base_past[pj, :K], v_p[bi, pj][:, None, None, :],
                                 coef[bi, pj].unsqueeze(-1))  # r x K x M x m
-        kept = weighted_var(samples, self.w.weights, self.alpha).mean(-1)  # r x K
+        kept = self.measure(samples, self.w.weights, self.alpha).mean(-1)  # r x K
         return values_p.index_put((bi, pj), kept)
 
 
@@ -441,7 +489,7 @@ class FastRhoKG:
         proj = torch.einsum("kst,bkt->bks", eps[:K], u)  # b x K x M
         coef = xi[:, None] - cc[..., None] * proj  # b x K x M
         samples = mean_base + v.unsqueeze(-2) * coef.unsqueeze(-1)
-        values = weighted_var(samples, self.w.weights, self.alpha).mean(-1)  # b x K
+        values = self.measure(samples, self.w.weights, self.alpha).mean(-1)  # b x K
         return values * post.y_std + post.y_mean
 
 
@@ -510,12 +558,13 @@ class _FixedW(AcquisitionFunction):
 ACQ_WEIGHTS = ("mass", "uniform")
 REFINE = ("best", "worst")
 TTS_RESET = ("batch", "iteration")
+CVAR_FORMULAS = ("exact", "released")
 
 
 class RhoKGApx(Algorithm):
-    """rho-KG^apx. The defaults are BoRisk's paper settings; the last three options choose
-    between the method (their default) and what BoRisk's released code does where it departs from
-    the method (see the module docstring and :class:`RhoKGApxReleased`).
+    """rho-KG^apx, for VaR or CVaR. The defaults are BoRisk's paper settings; the last four options
+    choose between the method (their default) and what BoRisk's released code does where it departs
+    from the method (see the module docstring and :class:`RhoKGApxReleased`).
 
     Options:
         num_fantasies: K, fantasy observations at a candidate (x, w).
@@ -546,9 +595,15 @@ class RhoKGApx(Algorithm):
             BoRisk's ``optimize_outer`` does (a batch starts from the previous batch's remembered
             argmaxes, and the values that rank the solutions are L-BFGS-B's last evaluation, with
             the memory).
+        cvar_formula: in a CVaR cell, ``"exact"``: every estimate takes CVaR_alpha of each sample
+            (:func:`problems.weighted_cvar`); ``"released"``: BoRisk's ``InnerRho(CVaR=True)``,
+            the equal-weight mean of the n - int(n (1 - alpha)) smallest values in the acquisition
+            (:func:`borisk_cvar_equal`) and the whole-VaR-atom, renormalized weighted mean in the
+            current best and the recommendation (:func:`borisk_cvar_weighted`). Ignored for VaR.
     """
 
     name = "rhokg-apx"
+    risks = frozenset({"var", "cvar"})
     candidates = "xz"  # its acquisition moves (x, w)
     evaluation_batch = 4  # a value costs 100-1000 times V-UCB's per x
     z_sample_options = ("num_w_samples",)
@@ -567,8 +622,9 @@ class RhoKGApx(Algorithm):
                  raw_per_restart: int = 50, eta: float = 2.0, maxiter: int = 1000,
                  batch_size: int = 5, tts_frequency: int = 10, num_w_samples: int = 10,
                  acq_weights: str = ACQ_WEIGHTS[0], refine: str = REFINE[0],
-                 tts_reset: str = TTS_RESET[0]) -> None:
-        super().__init__(problem, seed_root)
+                 tts_reset: str = TTS_RESET[0], cvar_formula: str = CVAR_FORMULAS[0],
+                 risk: str = "var") -> None:
+        super().__init__(problem, seed_root, risk=risk)
         for key, value in {"num_fantasies": num_fantasies, "num_samples": num_samples,
                            "low_fantasies": low_fantasies, "restarts_per_dim": restarts_per_dim,
                            "raw_per_restart": raw_per_restart, "maxiter": maxiter,
@@ -577,7 +633,8 @@ class RhoKGApx(Algorithm):
             positive_int(self.name, key, value)
         positive_float(self.name, "eta", eta, allow_zero=True)
         for key, value, valid in (("acq_weights", acq_weights, ACQ_WEIGHTS),
-                                  ("refine", refine, REFINE), ("tts_reset", tts_reset, TTS_RESET)):
+                                  ("refine", refine, REFINE), ("tts_reset", tts_reset, TTS_RESET),
+                                  ("cvar_formula", cvar_formula, CVAR_FORMULAS)):
             if value not in valid:
                 raise ValueError(f"{self.name}: {key} must be one of {', '.join(valid)}, got {value!r}")
         self.K, self.M, self.low = num_fantasies, num_samples, min(low_fantasies, num_fantasies)
@@ -587,6 +644,9 @@ class RhoKGApx(Algorithm):
         self.eta, self.maxiter, self.batch_size = eta, maxiter, batch_size
         self.tts_frequency, self.L = tts_frequency, num_w_samples
         self.acq_weights, self.refine, self.tts_reset = acq_weights, refine, tts_reset
+        self.cvar_formula = cvar_formula
+        #: the acquisition's measure, and the current best's and recommendation's (MEASURES)
+        self.measure, self.best_measure = MEASURES[(self.risk, cvar_formula)]
 
     # -- per-iteration randomness -------------------------------------------------------------
     def _w_set(self, t: int | str) -> WSet:
@@ -611,7 +671,8 @@ class RhoKGApx(Algorithm):
         """The estimator of iteration ``t`` on the current model and past x."""
         w = self._w_set(t)
         eps_now, _, eps, _ = self._base_samples(t, w.points.shape[0])
-        return FastRhoKG(model, w, self.problem.alpha, self.observed_x(train_X), eps_now, eps)
+        return FastRhoKG(model, w, self.problem.alpha, self.observed_x(train_X), eps_now, eps,
+                         measure=self.best_measure)
 
     def _iteration_estimator(self, model: SingleTaskGP, train_X: Tensor, t: int
                              ) -> tuple[FastRhoKG, float, tuple[Tensor, Tensor, Tensor]]:
@@ -623,8 +684,10 @@ class RhoKGApx(Algorithm):
         w_acq = w
         if self.acq_weights == "uniform":
             w_acq = WSet(w.points, torch.full_like(w.weights, 1.0 / w.weights.numel()))
-        est = FastRhoKG(model, w_acq, self.problem.alpha, self.observed_x(train_X), eps_now, eps)
-        now_past = est.now_past if w_acq is w else est.estimate_now(est.past_x, w.weights)
+        est = FastRhoKG(model, w_acq, self.problem.alpha, self.observed_x(train_X), eps_now, eps,
+                        measure=self.measure)
+        same = w_acq is w and self.best_measure is self.measure
+        now_past = est.now_past if same else est.estimate_now(est.past_x, w.weights, self.best_measure)
         return est, float(now_past.max()), (xi, eps, xi_low)
 
     # -- the algorithm ------------------------------------------------------------------------
@@ -743,18 +806,20 @@ class RhoKGApx(Algorithm):
 
 class RhoKGApxReleased(RhoKGApx):
     """rho-KG^apx as BoRisk's last public code runs it: :class:`RhoKGApx` with
-    ``acq_weights="uniform"``, ``refine="worst"`` and ``tts_reset="iteration"`` (each can still be
-    set back by its option; the other options are :class:`RhoKGApx`'s). Same random streams as
-    ``rhokg-apx``, so on one seed the two differ only by these three behaviours."""
+    ``acq_weights="uniform"``, ``refine="worst"``, ``tts_reset="iteration"`` and (for CVaR)
+    ``cvar_formula="released"`` (each can still be set back by its option; the other options are
+    :class:`RhoKGApx`'s). Same random streams as ``rhokg-apx``, so on one seed the two differ only
+    by these behaviours."""
 
     name = "rhokg-apx-released"
     #: What the released code does, option by option.
     RELEASED: ClassVar[dict[str, str]] = {"acq_weights": "uniform", "refine": "worst",
-                                         "tts_reset": "iteration"}
+                                         "tts_reset": "iteration", "cvar_formula": "released"}
 
-    # the three defaults named, so that the signature (and ``--describe``) shows them
+    # the released defaults named, so that the signature (and ``--describe``) shows them
     def __init__(self, problem: Problem, seed_root: int, *,
                  acq_weights: str = RELEASED["acq_weights"], refine: str = RELEASED["refine"],
-                 tts_reset: str = RELEASED["tts_reset"], **options: object) -> None:
+                 tts_reset: str = RELEASED["tts_reset"], cvar_formula: str = RELEASED["cvar_formula"],
+                 **options: object) -> None:
         super().__init__(problem, seed_root, acq_weights=acq_weights, refine=refine,
-                         tts_reset=tts_reset, **options)
+                         tts_reset=tts_reset, cvar_formula=cvar_formula, **options)

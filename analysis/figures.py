@@ -1,9 +1,10 @@
 """Figures laid out like the paper's: regret curves with 70 % bands, and the timing comparison.
 
 Figure 3 (discrete Z, 2 x 2), Figure 4 (continuous Z, 2 x 2), Figure 5 (portfolio, robot pushing),
-the alpha -> 0 study (worst-case regret, 2 x 2), and "other" for any problem or setting the paper
-does not draw. A panel is one (problem, alpha, target); a paper figure shows each problem at the
-alpha with the most cells, any other alpha goes to "other". One colour per algorithm in every figure.
+the alpha -> 0 study (worst-case regret, 2 x 2), the same three layouts for the CVaR cells (CVaR
+regret; drawn when there are any), and "other" for any problem or setting the paper does not draw.
+A panel is one (problem, alpha, target); a paper figure shows each problem at the alpha with the
+most cells, any other alpha goes to "other". One colour per algorithm in every figure.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from analysis.data import options_text
 #: Fixed colours of the paper's algorithms; others get the next colours of the palette by name.
 _PALETTE = sns.color_palette("colorblind", 10).as_hex()
 _FIXED = {"vucb-unif": _PALETTE[0], "vucb-prob": _PALETTE[1], "rhokg-apx": _PALETTE[2],
-          "stableopt": _PALETTE[3], "random": _PALETTE[7]}
+          "stableopt": _PALETTE[3], "cvucb": _PALETTE[4], "botorch-risk": _PALETTE[5],
+          "random": _PALETTE[7]}
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class FigureSpec:
     problems: tuple[str, ...]  # panel order
     shape: tuple[int, int]
     target: str
+    paper: bool = True  # a figure of the paper: drawn even when empty ("not run")
 
 
 FIGURES = (
@@ -48,6 +51,13 @@ FIGURES = (
                ("portfolio-3-2", "robot-push-3-2"), (1, 2), "var"),
     FigureSpec("fig_alpha0", "Worst-case target (the alpha -> 0 study; log10 worst-case regret, 70% band)",
                DISCRETE, (2, 2), "worst_case"),
+    # beyond the paper: the same layouts for CVaR (drawn when a folder has CVaR cells)
+    FigureSpec("fig_cvar_discrete", "CVaR, discrete Z (log10 CVaR regret, 70% band)", DISCRETE, (2, 2),
+               "cvar", paper=False),
+    FigureSpec("fig_cvar_continuous", "CVaR, continuous Z (log10 CVaR regret, 70% band)", CONTINUOUS,
+               (2, 2), "cvar", paper=False),
+    FigureSpec("fig_cvar_simulated", "CVaR, portfolio and robot pushing (log10 CVaR regret, 70% band)",
+               ("portfolio-3-2", "robot-push-3-2"), (1, 2), "cvar", paper=False),
 )
 OTHER = "fig_other"
 
@@ -285,7 +295,7 @@ def _save(fig, out: Path, name: str) -> dict[str, Path]:
 def regret_label(target: str, best_found: bool = False) -> str:
     """The y label of a regret panel: against the optimum, or against the best value found in the
     folder when the problem's optimum is unknown (:func:`analysis.data.regret_against_best_found`)."""
-    label = "log10 regret" if target == "var" else "log10 worst-case regret"
+    label = {"var": "log10 regret", "cvar": "log10 CVaR regret"}.get(target, "log10 worst-case regret")
     return label + " vs best found in folder" if best_found else label
 
 
@@ -401,11 +411,14 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, styles: dict[tuple
                    out: Path, best_found: frozenset[tuple[str, float, str]] = frozenset()
                    ) -> list[tuple[str, str, dict[str, Path]]]:
     """Draw every figure; returns (name, title, paths) of each. Paper figures are always drawn (panels
-    without results say "not run"); "other" only when it has panels. Panels whose (problem, alpha,
-    target) is in ``best_found`` have their regret against the best value found, and say so."""
+    without results say "not run"); the CVaR figures and "other" only when they have panels.
+    Panels whose (problem, alpha, target) is in ``best_found`` have their regret against the best
+    value found, and say so."""
     drawn = []
     for spec in FIGURES:
         mine = panels.loc[panels["figure"] == spec.name]
+        if mine.empty and not spec.paper:
+            continue
         keys: list[tuple[str, float, str] | None] = []
         for position in range(len(spec.problems)):
             hit = mine.loc[mine["position"] == position]
@@ -431,6 +444,8 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, styles: dict[tuple
 
 
 BEST_VALUE = "fig_best_value"
+#: How a target's true value is named on an axis.
+VALUE_NAMES = {"var": "VaR", "cvar": "CVaR", "worst_case": "worst case"}
 
 
 def value_figure(bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle], out: Path
@@ -445,8 +460,8 @@ def value_figure(bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle]
     cols = min(3, n)
     title = "Unknown optimum: true value of the recommendation (70% band)"
     fig = _regret_figure(keys, [k[0] for k in keys], (int(np.ceil(n / cols)), cols), bands, styles, True,
-                         ["true VaR of the recommendation" if k[2] == "var"
-                          else "true worst case of the recommendation" for k in keys], title,
+                         [f"true {VALUE_NAMES.get(k[2], 'worst case')} of the recommendation" for k in keys],
+                         title,
                          show_floor=False)  # a value, not a regret: no floor
     return BEST_VALUE, title, _save(fig, out, BEST_VALUE)
 

@@ -70,7 +70,7 @@ from analysis.timing import ratio_table, timing_table
 from harness.results import location, read_timings
 
 EXIT_NEGATIVE_REGRET = 1
-FIGURE_NAMES = frozenset(spec.name for spec in FIGURES)
+FIGURE_NAMES = frozenset(spec.name for spec in FIGURES if spec.paper)
 EXIT_USAGE = 2
 
 

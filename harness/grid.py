@@ -65,6 +65,8 @@ SMOKE_ITERATIONS = 3
 SMOKE_OPTIONS: dict[str, dict] = {
     "rhokg-apx": {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100},
     "rhokg-apx-released": {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100},
+    "botorch-risk": {"num_fantasies": 4, "num_restarts": 2, "raw_samples": 16, "inner_samples": 32,
+                     "maxiter": 30},
 }
 #: The same for V-UCB on a continuous Z, whose LNSO and pinball estimates take 2-5 s an iteration
 #: at their defaults: fewer training, x and lacing-value steps (about 0.5 s an iteration).
@@ -217,6 +219,36 @@ def quick_grid() -> Grid:
                 "iterations, rho-KG^apx and LNSO at the smoke grid's reduced search effort")
 
 
+#: The CVaR grid's problems: the four discrete synthetic ones and one continuous (Branin).
+CVAR_PROBLEMS = (*SYNTHETIC_DISCRETE, "branin-1-1-continuous")
+#: botorch-risk's effort in the CVaR grid: half the tutorial's fantasies (8 of 16), 4 restarts and
+#: 64 raw samples (of 10 and 128); about 3-6 s an iteration instead of 10-20 s.
+CVAR_BOTORCH_OPTIONS = {"num_fantasies": 8, "num_restarts": 4, "raw_samples": 64}
+
+
+def cvar_grid() -> Grid:
+    """The README's CVaR and BoTorch tables: on :data:`CVAR_PROBLEMS`, seeds 0-9, the paper's
+    iterations,
+
+    * CVaR (``risk = "cvar"``): cvucb, rhokg-apx (the smoke grid's search effort, as the quick
+      grid), botorch-risk (:data:`CVAR_BOTORCH_OPTIONS`) and random;
+    * VaR: botorch-risk (the same effort) beside vucb-prob and random, which are the paper grid's
+      cells (same spec and hash: the two grids can share a folder).
+    """
+    seeds = range(PAPER_SEEDS)
+    t = PAPER_ITERATIONS
+    effort = {"rhokg-apx": smoke_options("rhokg-apx", False), "botorch-risk": CVAR_BOTORCH_OPTIONS}
+    cells = []
+    for risk, algorithms in (("cvar", ["cvucb", "rhokg-apx", "botorch-risk", "random"]),
+                             ("var", ["vucb-prob", "botorch-risk", "random"])):
+        for problem in CVAR_PROBLEMS:
+            for algorithm in algorithms:
+                cells += _block([problem], [algorithm], seeds, t, options=effort.get(algorithm), risk=risk)
+    return Grid("cvar", tuple(cells), "CVaR (cvucb, rhokg-apx, botorch-risk, random) and VaR (botorch-risk "
+                "beside vucb-prob and random) on the discrete synthetic problems and Branin continuous, "
+                f"{PAPER_SEEDS} seeds")
+
+
 #: The sensitivity grid's problems: where the paper's C1 and C2 are decided on a 1-D and a 2-D Z.
 SENSITIVITY_PROBLEMS = ("branin-1-1-discrete", "hartmann-1-2-discrete")
 #: The reduced rho-KG^apx search effort of the sensitivity grid (the smoke grid's; the estimator,
@@ -264,6 +296,7 @@ def complexity_grid() -> Grid:
 NAMED_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid, "quick": quick_grid,
                                               "paper": paper_grid,
                                               "sensitivity": sensitivity_grid,
+                                              "cvar": cvar_grid,
                                               "complexity": complexity_grid}
 
 
@@ -511,7 +544,8 @@ def select(cells: Iterable[CellSpec], pattern: str) -> list[CellSpec]:
 #: (``measured``).
 _FIXED_S = 1.0
 _PER_ITERATION_S = {"random": 0.05, "vucb-unif": 0.1, "vucb-prob": 0.1, "stableopt": 0.1,
-                    "vucb-prob-saa": 0.2, "rhokg-apx": 4.0, "rhokg-apx-released": 4.0}
+                    "vucb-prob-saa": 0.2, "rhokg-apx": 4.0, "rhokg-apx-released": 4.0,
+                    "cvucb": 0.15, "botorch-risk": 5.0}
 #: rho-KG^apx at BoRisk's effort on a discrete Z, by problem: before the pruned search over S it
 #: took 7-11 s an iteration on the synthetic problems (10 s in this table); these are that
 #: figure over the speedup ``benchmarks/rhokg_speedup.py`` measured at mid-run |D| (2.0-3.4 on

@@ -83,21 +83,23 @@ def merge_entry(old: dict | None, new: dict, targets: tuple[str, ...]) -> dict:
 def _certify(names: list[str], write: bool, workers: int = 1, partial: bool = False,
              targets: tuple[str, ...] = TARGETS) -> int:
     table = load_table()
+    found: dict[str, dict] = {}
     largest = 0.0
     for name in names:
         entry = search_problem(build_problem(name, with_optimum=False), workers=workers, partial=partial,
                                targets=targets)
-        found = ", ".join(f"{t}* = {entry[t]['value']:.12f} at {entry[t]['argmax']}" for t in targets)
-        print(f"{name}: {found} ({entry['seconds']} s)", flush=True)
+        listed = ", ".join(f"{t}* = {entry[t]['value']:.12f} at {entry[t]['argmax']}" for t in targets)
+        print(f"{name}: {listed} ({entry['seconds']} s)", flush=True)
         if name in table:
             largest = max([largest, *(abs(entry[k]["value"] - table[name][k]["value"])
                                       for k in targets if k in table[name])])
-        table[name] = merge_entry(table.get(name), entry, targets)
+        found[name] = entry
     print(f"largest difference from the committed table: {largest:.3e}")
     if write:
         # re-read first: a search can take hours, and others may have written entries meanwhile
         latest = load_table()
-        write_table(latest | {name: merge_entry(latest.get(name), table[name], targets) for name in names})
+        write_table(latest | {name: merge_entry(latest.get(name), entry, targets)
+                              for name, entry in found.items()})
         return 0
     return 0 if largest <= 1e-7 else 1
 

@@ -16,13 +16,14 @@ from problems.risk import weighted_var
 
 def reference_value(model: SingleTaskGP, candidate: Tensor, w: WSet, alpha: float,
                     past_x: Tensor, xi: Tensor, eps: Tensor, current_best: float,
-                    root: str = "update") -> float:
+                    root: str = "update", measure=weighted_var) -> float:
     """rho-KG^apx at one candidate (``d``), the straightforward way: BoTorch conditions the model on
     the K fantasy observations (``condition_on_observations``), and a loop over S asks the models
     for each posterior over {x'} x W.
 
     Same estimator as :class:`algorithms.rhokg.FastRhoKG` with the same ``root`` and base samples,
-    so the two agree to rounding; the tests compare them, the benchmark times both.
+    so the two agree to rounding; the tests compare them, the benchmark times both. ``measure``:
+    the risk measure of each sample over W (VaR, or CVaR for a CVaR cell).
     """
     d_x = past_x.shape[-1]
     K = xi.shape[0]
@@ -46,6 +47,6 @@ def reference_value(model: SingleTaskGP, candidate: Tensor, w: WSet, alpha: floa
                 v = joint[:m, m] / predictive.variance.sqrt().reshape(())
                 noise = updated_noise(eps @ L.transpose(-1, -2), L, v, eps)  # K x M x m
             samples = mean.unsqueeze(-2) + noise
-            estimate = weighted_var(samples, w.weights, alpha).mean(-1)  # K
+            estimate = measure(samples, w.weights, alpha).mean(-1)  # K
             best = torch.maximum(best, estimate)
     return float(best.mean()) - current_best

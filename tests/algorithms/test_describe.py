@@ -38,7 +38,7 @@ def test_the_described_options_are_the_ones_the_algorithm_takes(key: str) -> Non
 def test_explicit_options_come_from_the_signature() -> None:
     for factory in (RhoKGApx, ALGORITHMS["stableopt"], ALGORITHMS["vucb-prob-saa"]):
         expected = {name: p.default for name, p in inspect.signature(factory.__init__).parameters.items()
-                    if name not in ("self", "problem", "seed_root")}
+                    if name not in ("self", "problem", "seed_root", "risk")}
         assert {o.name: o.default for o in describe_options(factory)} == expected
     assert describe_options(ALGORITHMS["random"]) == []
 

@@ -9,9 +9,16 @@ import torch
 from botorch.utils.sampling import draw_sobol_normal_samples
 
 from algorithms.gp import fit_gp
-from algorithms.rhokg import FastRhoKG, RhoKGAcquisition, RhoKGApx, WSet
+from algorithms.rhokg import (
+    FastRhoKG,
+    RhoKGAcquisition,
+    RhoKGApx,
+    WSet,
+    borisk_cvar_equal,
+    borisk_cvar_weighted,
+)
 from harness.cell import CellSpec, run_cell
-from problems import build_problem
+from problems import build_problem, weighted_cvar
 from problems.seeding import generator
 from tests.algorithms.rhokg_reference import reference_value
 
@@ -220,3 +227,104 @@ def test_estimate_bounds_hold_by_brute_force() -> None:
         assert bool((lower <= exact + 1e-12).all() and (exact <= upper + 1e-12).all())
         if bool((v == v[..., :1]).all()):
             assert torch.allclose(lower, exact, atol=1e-12) and torch.allclose(upper, exact, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# CVaR
+
+
+def test_cvar_estimate_matches_brute_force_monte_carlo() -> None:
+    """E_n[CVaR] (the exact formula) against numpy draws whose CVaR is taken from its definition:
+    (1 / alpha) int_0^alpha VaR_u du, each sorted value weighing its mass's share of [0, alpha]."""
+    p, model, X = small_model("branin-1-1-discrete", 8, 0)
+    w = WSet(p.z.points[::10], torch.softmax(-((p.z.points[::10, 0] - 0.5) ** 2) / 0.02, 0))
+    m, M, alpha = w.points.shape[0], 4096, 0.3
+    eps_now = draw_sobol_normal_samples(m, M, dtype=torch.float64, seed=3)
+    est = FastRhoKG(model, w, alpha, X, eps_now, eps_now.reshape(1, M, m), measure=weighted_cvar)
+    x = torch.tensor([[0.2], [0.7]], dtype=torch.float64)
+    fast = est.estimate_now(x).numpy()
+    rng = np.random.default_rng(0)
+    masses = w.weights.numpy()
+    for i in range(2):
+        A = torch.cat([x[i].expand(m, 1), w.points], -1)
+        with torch.no_grad():
+            post = model.posterior(A)
+            mean = post.mean.squeeze(-1).numpy()
+            cov = post.mvn.covariance_matrix.numpy()
+        draws = rng.multivariate_normal(mean, cov + 1e-10 * np.eye(m), size=100_000, method="eigh")
+        order = np.argsort(draws, axis=-1)
+        upper = np.minimum(np.cumsum(masses[order], axis=-1), alpha)
+        share = np.diff(upper, axis=-1, prepend=0.0)
+        cvar = (np.take_along_axis(draws, order, -1) * share).sum(-1) / alpha
+        standard_error = cvar.std() / math.sqrt(M)
+        assert abs(fast[i] - cvar.mean()) < 4 * standard_error + 1e-3, (fast[i], cvar.mean())
+
+
+@pytest.mark.parametrize("measure", [weighted_cvar, borisk_cvar_equal, borisk_cvar_weighted])
+def test_fast_cvar_value_equals_the_straightforward_one(measure) -> None:
+    p, model, X = small_model("hartmann-1-2-discrete", 12, 1)
+    w = WSet(p.z.points, p.z.masses)
+    K, M, m = 5, 6, w.points.shape[0]
+    eps_now, xi, eps = base_samples(K, M, m, 13)
+    est = FastRhoKG(model, w, 0.1, X, eps_now, eps, measure=measure)
+    best = float(est.now_past.max())
+    g = torch.Generator().manual_seed(4)
+    candidates = torch.rand(4, 3, generator=g, dtype=torch.float64)
+    candidates[:, 1:] = p.z.points[torch.randint(p.z.size, (4,), generator=g)]
+    fast = RhoKGAcquisition(model, est, xi, eps, best, tts_frequency=1)(candidates.unsqueeze(-2))
+    slow = [reference_value(model, c, w, 0.1, X, xi, eps, best, measure=measure) for c in candidates]
+    np.testing.assert_allclose(fast.detach().numpy(), slow, rtol=0, atol=1e-7)
+
+
+def borisk_loop(f: np.ndarray, weights: np.ndarray, alpha: float) -> float:
+    """BoRisk's ``InnerRho.forward`` with weights and ``CVaR=True``, ported line by line to numpy on
+    one sample: it minimizes g = -f at level alpha_B = 1 - alpha, sorts g ascending, accumulates the
+    weights in a loop, keeps the points whose cumulative weight is >= alpha_B and divides by their
+    weight; the result, negated back."""
+    g = -f
+    order = np.argsort(g, kind="stable")
+    g, w = g[order], weights[order]
+    summed = np.zeros_like(w)
+    summed[0] = w[0]
+    for i in range(1, len(w)):
+        summed[i] = summed[i - 1] + w[i]
+    keep = summed >= 1 - alpha
+    return -float((g * w * keep).sum() / (w * keep).sum())
+
+
+def test_borisk_cvar_formulas_against_their_ports() -> None:
+    rng = np.random.default_rng(0)
+    for n, alpha in ((64, 0.1), (100, 0.1), (12, 0.3), (27, 0.1), (40, 0.25)):
+        f = rng.normal(size=(5, n))
+        masses = rng.dirichlet(np.ones(n))
+        got = borisk_cvar_weighted(torch.tensor(f), torch.tensor(masses), alpha).numpy()
+        for i in range(5):
+            assert got[i] == pytest.approx(borisk_loop(f[i], masses, alpha), abs=1e-12)
+        # without weights: the mean of the n - int(n alpha_B) smallest, BoRisk's slice of -f sorted
+        equal = borisk_cvar_equal(torch.tensor(f), torch.tensor(masses), alpha).numpy()
+        k = n - int(n * (1 - alpha))
+        np.testing.assert_allclose(equal, np.sort(f, -1)[:, :k].mean(-1), atol=1e-12)
+    # the departures from CVaR_alpha the docstrings name: 64 points at 0.1 take 7 values equally
+    f = torch.arange(64, dtype=torch.float64)
+    uniform = torch.full((64,), 1 / 64, dtype=torch.float64)
+    assert float(borisk_cvar_equal(f, uniform, 0.1)) == pytest.approx(3.0)  # mean of 0..6
+    assert float(weighted_cvar(f, uniform, 0.1)) == pytest.approx((15 / 64 + (0.1 - 6 / 64) * 6) / 0.1)
+
+
+def test_rhokg_cvar_cells_run_exact_and_released() -> None:
+    """A short CVaR cell of each variant: regret against the CVaR optimum from the cell's true CVaR;
+    the two variants' acquisitions differ (their queries part after the first)."""
+    options = {"restarts_per_dim": 1, "raw_per_restart": 8, "maxiter": 25}
+    rows = {}
+    for name in ("rhokg-apx", "rhokg-apx-released"):
+        spec = CellSpec.make("hartmann-1-2-discrete", name, seed=0, iterations=3, options=options,
+                             risk="cvar")
+        result = run_cell(spec)
+        rows[name] = result.rows
+        problem = build_problem("hartmann-1-2-discrete")
+        for row in result.rows:
+            assert row["target"] == "cvar"
+            truth = float(problem.cvar(torch.tensor([row["x_rec"]], dtype=torch.float64))[0])
+            assert row["cvar_rec"] == pytest.approx(truth, abs=1e-12)
+            assert row["regret"] == pytest.approx(problem.optimum.cvar - truth, abs=1e-12)
+    assert [r["x"] for r in rows["rhokg-apx"]] != [r["x"] for r in rows["rhokg-apx-released"]]

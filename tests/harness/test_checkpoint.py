@@ -22,7 +22,9 @@ def test_resuming_from_any_checkpoint_gives_the_uninterrupted_rows(algorithm: st
     problem = "hartmann-1-2-discrete" if algorithm == "vucb-unif" else "branin-1-1-discrete"
     if algorithm == "vucb-prob-saa":  # needs a continuous Z
         problem = "branin-1-1-continuous"
-    spec = CellSpec.make(problem, algorithm, seed=2, iterations=5, options=OPTIONS.get(algorithm))
+    risks = ALGORITHMS[algorithm].risks
+    spec = CellSpec.make(problem, algorithm, seed=2, iterations=5, options=OPTIONS.get(algorithm),
+                         risk="var" if "var" in risks else "cvar")
     saved: dict[int, bytes] = {}
     full = run_cell(spec, on_checkpoint=lambda data, t: saved.__setitem__(t, data),
                     checkpoint_every_s=0.0)

@@ -13,6 +13,7 @@ from algorithms import ALGORITHMS
 from harness.cell import CellSpec
 from harness.grid import paper_grid, resolve_grid, select, smoke_grid, unavailable_reason, with_overrides
 from harness.run import main
+from harness.spec import RISKS
 from problems import PROBLEMS, build_problem
 
 DISCRETE = ["branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann-1-2-discrete",
@@ -30,10 +31,13 @@ def handles(problem: str, algorithm: str) -> bool:
 
 
 def test_smoke_grid_is_every_registered_problem_and_algorithm_with_two_seeds() -> None:
+    """... and every risk measure the algorithm optimizes (as it declares)."""
     cells = smoke_grid().cells
-    expected = {(p, a, s) for p, a, s in itertools.product(PROBLEMS, ALGORITHMS, (0, 1))
-                if handles(p, a)}
-    assert {(c.problem, c.algorithm, c.seed) for c in cells} == expected
+    expected = {(p, a, r, s) for p, a, r, s in itertools.product(PROBLEMS, ALGORITHMS, RISKS, (0, 1))
+                if handles(p, a) and r in ALGORITHMS[a].risks}
+    assert {(c.problem, c.algorithm, c.risk, c.seed) for c in cells} == expected
+    assert {c.algorithm for c in cells if c.risk == "cvar"} == {"cvucb", "rhokg-apx", "rhokg-apx-released",
+                                                                "botorch-risk", "random"}
     assert len(cells) == len(expected)
     assert all(c.iterations is not None and 1 <= c.iterations <= 5 for c in cells)
 
@@ -103,7 +107,7 @@ def test_a_planned_problem_not_yet_registered_is_listed_not_dropped(
 
 def test_overrides_and_selection() -> None:
     grid = with_overrides(smoke_grid(), seeds=3, iterations=1)
-    pairs = sum(handles(p, a) for p, a in itertools.product(PROBLEMS, ALGORITHMS))
+    pairs = sum(handles(p, a) * len(ALGORITHMS[a].risks) for p, a in itertools.product(PROBLEMS, ALGORITHMS))
     assert len(grid.cells) == pairs * 3
     assert {c.iterations for c in grid.cells} == {1} and {c.seed for c in grid.cells} == {0, 1, 2}
     chosen = select(grid.cells, "branin-1-1-discrete/vucb-*/seed1*")  # no vucb-prob-saa there
@@ -226,7 +230,8 @@ def test_list_and_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture,
     available = sum(unavailable_reason(c) is None for c in paper_grid().cells)
     # one line per group of 10 seeds: the unavailable group's has its 10 cells as n/a
     assert "\n  to run " not in text  # no per-cell lines without --verbose
-    assert re.search(r"^robot-push-3-2 +rhokg-apx +- +100 +paper +0 +0 +0 +10 +- *$", text, re.M)  # alpha: -
+    # alpha: -
+    assert re.search(r"^robot-push-3-2 +rhokg-apx +- +100 +paper +var +0 +0 +0 +10 +- *$", text, re.M)
     assert "robot-push-3-2 x rhokg-apx: 10 cells" in text
     assert f"to run: {available} cells" in text and "CPU time" in text
     assert main(["--grid", "paper", "--dry-run", "--verbose", "--out", str(out)]) == 0
@@ -243,7 +248,7 @@ def test_a_second_driver_on_the_same_folder_is_refused(tmp_path: Path,
     other = subprocess.Popen(["sleep", "60"])  # a live process standing in for the first driver
     try:
         (out / "_running.lock").write_text(str(other.pid))
-        code = main(["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed0", "--out", str(out)])
+        code = main(["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed0 T=*", "--out", str(out)])
     finally:
         other.kill()
         other.wait()
@@ -257,7 +262,7 @@ def test_an_unreachable_cluster_is_one_line_exit_2(tmp_path: Path, capsys: pytes
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     out = tmp_path / "out"
-    code = main(["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed0", "--out", str(out),
+    code = main(["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed0 T=*", "--out", str(out),
                  "--address", f"127.0.0.1:{port}", "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and f"127.0.0.1:{port}" in err, err
@@ -272,7 +277,7 @@ def test_the_lock_is_judged_by_its_holders_pid_and_start_time(tmp_path: Path,
     out.mkdir()
     lock = out / "_running.lock"
     host = socket.gethostname()
-    run = ["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed0", "--out", str(out),
+    run = ["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed0 T=*", "--out", str(out),
            "--iterations", "0", "--no-progress"]
     # its one cell is done already: the run takes the lock without starting Ray in this process
     from harness.cell import CellSpec, run_cell
@@ -311,6 +316,6 @@ def test_a_lock_held_by_another_users_process_is_not_stale(tmp_path: Path,
         raise PermissionError(1, "Operation not permitted")
 
     monkeypatch.setattr(grid_cli_module.os, "kill", not_yours)
-    code = main(["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed0", "--out", str(out),
+    code = main(["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed0 T=*", "--out", str(out),
                  "--iterations", "0", "--no-progress"])
     assert code == 2 and "pid 424242" in capsys.readouterr().err

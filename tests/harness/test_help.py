@@ -121,7 +121,7 @@ def test_describe_prints_every_option_with_its_signature_default(capsys: pytest.
     rows = {name: line for table in tables.values() for name, line in table.items()}
     assert sum(len(t) for t in tables.values()) == len(rows)  # each option once
     signature = inspect.signature(RhoKGApx.__init__).parameters
-    names = [n for n in signature if n not in ("self", "problem", "seed_root")]
+    names = [n for n in signature if n not in ("self", "problem", "seed_root", "risk")]
     assert sorted(rows) == sorted(names)
     for name in names:
         fields = rows[name].split(None, 2)
@@ -188,7 +188,7 @@ def test_dry_run_prints_one_line_per_group_with_counts_that_add_up(tmp_path: Pat
     cells = smoke_grid().cells
     groups = Counter(grid_cli.group_key(c) for c in cells)
     header, rows, total = table(out)
-    assert header[:5] == ["problem", "algorithm", "alpha", "T", "gp"]
+    assert header[:6] == ["problem", "algorithm", "alpha", "T", "gp", "risk"]
     assert len(rows) == len(groups)
     states = [header.index(h) for h in ("done", "to run", "failed", "n/a")]
     assert sum(int(row[i]) for row in rows for i in states) == len(cells)
@@ -238,7 +238,7 @@ def test_dry_run_counts_each_state_and_shows_missing_cells_left_by_retry_failed(
         assert int(total["done"]) == expected["done"]
         assert int(total["n/a"]) == expected["not available"]
         for row in rows:  # per group too
-            members = [c for c in cells if (c.problem, c.algorithm) == (row[0], row[1])
+            members = [c for c in cells if (c.problem, c.algorithm, c.risk) == (row[0], row[1], row[5])
                        and " ".join(f"{k}={v}" for k, v in c.options) == (row[-1] if len(row) > len(
                            header) - 1 else "")]
             assert sum(int(row[header.index(h)]) for h in counted) == len(members), row
@@ -274,8 +274,9 @@ def test_dry_run_costs_come_from_the_measured_rates_where_there_are_some(
     code, out, _ = run(capsys, "--grid", "smoke", "--dry-run", "--out", str(tmp_path / "e"))
     assert code == 0
     header, rows, _ = table(out)
-    row = next(r for r in rows if r[:2] == ["branin-1-1-discrete", "random"])
-    cells = [c for c in smoke_grid().cells if (c.problem, c.algorithm) == ("branin-1-1-discrete", "random")]
+    row = next(r for r in rows if r[:2] == ["branin-1-1-discrete", "random"] and r[5] == "var")
+    cells = [c for c in smoke_grid().cells
+             if (c.problem, c.algorithm, c.risk) == ("branin-1-1-discrete", "random", "var")]
     expected = sum(estimate_seconds(c, {("branin-1-1-discrete", "random"): 10.0}) for c in cells) / 60
     assert float(row[header.index("CPU min")]) == pytest.approx(expected, abs=0.05)
     assert expected > 1  # 10 s an iteration: far above the table's rate

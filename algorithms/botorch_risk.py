@@ -1,0 +1,243 @@
+"""``botorch-risk``: risk-averse BO the way BoTorch's own material does it, on the harness's GP.
+
+BoTorch's tutorial "Risk averse Bayesian optimization with environmental variables" (the setting
+here: Z can be chosen while optimizing, not at deployment) builds, each iteration:
+
+* the model with ``AppendFeatures(feature_set=w_set)`` as its input transform, so that the
+  posterior at an x is the joint posterior at (x, w) for every w of the set (``transform_on_train``
+  off: the model is fitted on the queried (x, z) as they are);
+* ``qMultiFidelityKnowledgeGradient(model, num_fantasies=16, objective=rho, project=ignore_w)`` with
+  rho one of BoTorch's risk measures (``VaR`` or ``CVaR`` over each block of the set's points): the
+  one-shot rho-KG, whose fantasy solutions are x only (w dropped and then appended again);
+* ``optimize_acqf`` over the box of (x, w) jointly (10 restarts, 128 raw samples): the query's w
+  is chosen together with its x by the same acquisition;
+* the recommendation: ``qSimpleRegret(model, objective=rho)`` over a larger set of w (128 in the
+  tutorial), maximized over x by ``optimize_acqf``.
+
+What this class adds, and why:
+
+* **The same GP as every other method.** The harness fits the model; this class puts a copy of it
+  (same data, same hyperparameters) behind ``AppendFeatures`` for the acquisition.
+* **BoTorch's risk levels.** BoTorch's ``VaR(alpha_b, n_w)`` is the (n_w - ceil(n_w alpha_b) + 1)-th
+  smallest of n_w values and ``CVaR`` the mean of that many smallest; its ``alpha_b`` counts from
+  the top. With ``level = "matched"`` (the default) alpha_b is chosen so that this count is
+  k = ceil(N alpha), so that BoTorch's VaR is VaR_alpha of the N equally weighted values (the
+  definition's lower quantile) and BoTorch's CVaR the mean of the k smallest, CVaR_alpha exactly
+  when N alpha is an integer. ``level = "naive"`` passes alpha_b = 1 - alpha, what a reader of the
+  tutorial (``CVaR(alpha=0.7)`` for the worst 30%) would write: it averages one value more when
+  N (1 - alpha) is an integer (and floating point decides ceil(N alpha_b) at such points).
+* **The w set: N draws of Z, fresh each iteration** (the tutorial draws its 16 by Sobol each time
+  the model is refitted). A continuous Z: ``n_w`` scrambled Sobol points through Z's quantile
+  function. A discrete Z: ``n_w`` systematic draws from its masses (the support in its fixed order
+  on the cumulative-mass scale, points u0 + j / N with one random offset u0), the discrete
+  analogue of stratified draws. **How the masses are honoured**: BoTorch's measures weigh their
+  n_w values equally, so the masses enter through the draws, as the tutorial's distribution of W
+  does: support point i is drawn floor or ceil of N p_i times, so the w set's VaR and CVaR are
+  unbiased-in-spirit estimates of the weighted ones, their error that of N stratified draws. Drawn
+  duplicates are not duplicated in the posterior: it is taken at the distinct points, and each
+  posterior sample's values are repeated by their counts (BoTorch's ``preprocessing_function``)
+  before BoTorch's measure takes the N values. The query's z: the optimizer moves w in the
+  support's box; the support point with the largest one-shot value (x_t and the fantasy solutions
+  held, all support points at once) is the query.
+* **The recommendation's w set**: ``n_w_rec`` draws the same way (the tutorial's 128 Sobol w).
+* **Seeds.** Every sampler is seeded from the run's names, and ``optimize_acqf``'s random starts
+  come from torch's global generator, seeded from the run's names inside ``fork_rng``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import warnings
+from collections.abc import Callable
+
+import torch
+from botorch.acquisition import qSimpleRegret
+from botorch.acquisition.knowledge_gradient import qMultiFidelityKnowledgeGradient
+from botorch.acquisition.objective import GenericMCObjective
+from botorch.acquisition.risk_measures import CVaR, RiskMeasureMCObjective, VaR
+from botorch.models import SingleTaskGP
+from botorch.models.transforms.input import AppendFeatures
+from botorch.optim import optimize_acqf
+from botorch.sampling import SobolQMCNormalSampler
+from torch import Tensor
+
+from algorithms.base import Algorithm, Proposal, Recommendation, positive_int
+from problems import DiscreteZ, Problem
+from problems.seeding import derive_seed
+
+LEVELS = ("matched", "naive")
+
+
+def systematic_counts(masses: Tensor, n: int, offset: float) -> Tensor:
+    """Systematic sampling of ``n`` draws from ``masses`` (``m``, in their fixed order): the draws
+    are the points (offset + j) / n, j = 0..n-1, of the cumulative-mass scale, ``offset`` in [0, 1);
+    returns how many fall in each point's interval (``m`` counts summing to ``n``, each the floor or
+    the ceiling of n p_i)."""
+    edges = torch.cumsum(masses, dim=0)
+    edges = edges / edges[-1]  # a total of one, so that every draw lands in some interval
+    draws = (offset + torch.arange(n, dtype=edges.dtype)) / n
+    index = torch.searchsorted(edges, draws, right=True).clamp(max=masses.shape[0] - 1)
+    return torch.bincount(index, minlength=masses.shape[0])
+
+
+def tail_count(total: int, alpha: float) -> int:
+    """k = ceil(N alpha): VaR_alpha of N equal masses is the k-th smallest (tolerant of rounding)."""
+    return max(1, math.ceil(total * alpha - 1e-9))
+
+
+def botorch_level(total: int, alpha: float, level: str) -> float:
+    """BoTorch's ``alpha`` for our lower-tail level ``alpha`` over ``total`` values (module docstring):
+    ``matched`` puts BoTorch's ``alpha_idx = ceil(N alpha_b) - 1`` at N - k (half a step inside, so
+    no rounding moves it); ``naive`` is 1 - alpha."""
+    if level == "naive":
+        return 1.0 - alpha
+    return (total - tail_count(total, alpha) + 0.5) / total
+
+
+def risk_measure(risk: str, alpha: float, counts: Tensor, level: str = "matched") -> RiskMeasureMCObjective:
+    """BoTorch's ``VaR`` or ``CVaR`` over a w set of ``m`` distinct points whose samples are
+    repeated by their ``counts`` (``m``, summing to N: how often each was drawn) first: an
+    objective of ``sample x batch x (q m) x 1`` samples (each x's m values consecutive, as
+    ``AppendFeatures`` orders them) -> ``sample x batch x q``."""
+    total, m = int(counts.sum()), counts.shape[0]
+
+    def expand(samples: Tensor, X: Tensor | None = None) -> Tensor:
+        values = samples[..., 0]
+        blocks = values.reshape(*values.shape[:-1], values.shape[-1] // m, m)
+        return blocks.repeat_interleave(counts, dim=-1).flatten(-2)
+
+    cls = CVaR if risk == "cvar" else VaR
+    return cls(alpha=botorch_level(total, alpha, level), n_w=total,
+               preprocessing_function=GenericMCObjective(expand))
+
+
+def with_w_set(model: SingleTaskGP, w: Tensor) -> SingleTaskGP:
+    """A copy of the fitted ``model`` (same data and hyperparameters) whose posterior at x is the
+    joint posterior at (x, w_1), ..., (x, w_m): BoTorch's ``AppendFeatures`` as input transform."""
+    copied = copy.deepcopy(model)
+    copied.input_transform = AppendFeatures(feature_set=w)
+    return copied.eval()
+
+
+class BotorchRisk(Algorithm):
+    """BoTorch's risk-averse BO with environmental variables (one-shot rho-KG over VaR or CVaR); see
+    the module docstring.
+
+    Options:
+        num_fantasies: fantasies of the one-shot knowledge gradient (the tutorial's 16).
+        num_restarts: ``optimize_acqf`` restarts, for the query and for the recommendation (10).
+        raw_samples: ``optimize_acqf`` raw samples (128).
+        maxiter: L-BFGS-B iterations of ``optimize_acqf`` (BoTorch's default 200).
+        inner_samples: quasi-Monte Carlo samples of the inner value function and of the
+            recommendation's estimate (BoTorch's default 128).
+        level: ``"matched"``, BoTorch's level chosen so that its order statistic is VaR_alpha's;
+            ``"naive"``, BoTorch's alpha = 1 - alpha, as the tutorial's convention reads.
+        n_w: draws of Z in the acquisition's w set, fresh each iteration (Sobol for a continuous Z,
+            systematic from the masses for a discrete one).
+        n_w_rec: draws of Z in the recommendation's w set.
+    """
+
+    name = "botorch-risk"
+    risks = frozenset({"var", "cvar"})
+    candidates = "xz"
+    evaluation_batch = 8
+
+    @classmethod
+    def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:
+        """See :meth:`Algorithm.proposal_cost`: a one-shot KG optimization (a guess)."""
+        return (2.0, 8.0, 1.0, 1.0)
+
+    def __init__(self, problem: Problem, seed_root: int, risk: str = "var", num_fantasies: int = 16,
+                 num_restarts: int = 10, raw_samples: int = 128, inner_samples: int = 128,
+                 maxiter: int = 200, level: str = "matched", n_w: int = 50, n_w_rec: int = 200) -> None:
+        super().__init__(problem, seed_root, risk=risk)
+        for key, value in (("num_fantasies", num_fantasies), ("num_restarts", num_restarts),
+                           ("raw_samples", raw_samples), ("inner_samples", inner_samples),
+                           ("maxiter", maxiter), ("n_w", n_w), ("n_w_rec", n_w_rec)):
+            positive_int(self.name, key, value)
+        if level not in LEVELS:
+            raise ValueError(f"{self.name}: level must be one of {', '.join(LEVELS)}, got {level!r}")
+        self.num_fantasies, self.num_restarts = num_fantasies, num_restarts
+        self.raw_samples, self.inner_samples = raw_samples, inner_samples
+        self.level, self.n_w, self.n_w_rec, self.maxiter = level, n_w, n_w_rec, maxiter
+        d_x = problem.d_x
+        if isinstance(problem.z, DiscreteZ):
+            points = problem.z.points
+            z_box = torch.stack([points.min(dim=0).values, points.max(dim=0).values])
+        else:
+            z_box = problem.z.bounds
+        self.bounds = torch.cat([torch.stack([torch.zeros(d_x), torch.ones(d_x)]).to(z_box), z_box], dim=-1)
+
+    def w_set(self, t: int, n: int, purpose: str) -> tuple[Tensor, Tensor]:
+        """``n`` draws of Z as distinct points and their counts (summing to ``n``), seeded by the
+        iteration and ``purpose``: Sobol points through the quantile function of a continuous Z
+        (each count 1), or systematic draws from the masses of a discrete one."""
+        seed = derive_seed(self.search_seed(t), "botorch-risk", purpose)
+        z = self.problem.z
+        if isinstance(z, DiscreteZ):
+            offset = float(torch.rand((), generator=torch.Generator().manual_seed(seed % 2**63),
+                                      dtype=torch.float64))
+            counts = systematic_counts(z.masses, n, offset)
+            keep = counts > 0
+            return z.points[keep], counts[keep]
+        sobol = torch.quasirandom.SobolEngine(self.problem.d_z, scramble=True, seed=seed % 2**63)
+        points = z.icdf(sobol.draw(n, dtype=torch.float64))
+        return points, torch.ones(n, dtype=torch.long)
+
+    def _sampler(self, n: int, t: int, purpose: str) -> SobolQMCNormalSampler:
+        return SobolQMCNormalSampler(torch.Size([n]), seed=derive_seed(self.search_seed(t), purpose) % 2**31)
+
+    def _knowledge_gradient(self, model: SingleTaskGP, t: int) -> qMultiFidelityKnowledgeGradient:
+        w, counts = self.w_set(t, self.n_w, "acquisition")
+        d_x = self.problem.d_x
+        return qMultiFidelityKnowledgeGradient(
+            model=with_w_set(model, w), num_fantasies=self.num_fantasies,
+            sampler=self._sampler(self.num_fantasies, t, "fantasies"),
+            inner_sampler=self._sampler(self.inner_samples, t, "inner"),
+            objective=risk_measure(self.risk, self.problem.alpha, counts, self.level),
+            project=lambda X: X[..., :d_x])
+
+    def _optimize(self, acquisition, bounds: Tensor, seed: int, **kwargs: object) -> tuple[Tensor, Tensor]:
+        """``optimize_acqf`` (q = 1) with its random starts drawn from torch's generator seeded by
+        ``seed`` (forked: the caller's generator is untouched); memory bounded by batch limits."""
+        with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+            torch.manual_seed(seed % 2**63)
+            warnings.simplefilter("ignore", category=RuntimeWarning)  # L-BFGS-B's ABNORMAL stops
+            return optimize_acqf(acquisition, bounds=bounds, q=1, num_restarts=self.num_restarts,
+                                 raw_samples=self.raw_samples,
+                                 options={"batch_limit": 5, "init_batch_limit": 16,
+                                          "maxiter": self.maxiter}, **kwargs)
+
+    def propose(self, model: SingleTaskGP, t: int) -> Proposal:
+        d_x = self.problem.d_x
+        acquisition = self._knowledge_gradient(model, t)
+        tree, value = self._optimize(acquisition, self.bounds, self.search_seed(t), return_full_tree=True)
+        x_t, z_t = tree[0, :d_x].detach().clone(), tree[0, d_x:].detach().clone()
+        info: dict = {"kg": float(value)}
+        if isinstance(self.problem.z, DiscreteZ):
+            # the support point of largest one-shot value, x_t and the fantasy solutions held
+            points = self.problem.z.points
+            trees = tree.detach().unsqueeze(0).repeat(points.shape[0], 1, 1)
+            trees[:, 0, d_x:] = points
+            with torch.no_grad():
+                values = torch.cat([acquisition(chunk) for chunk in trees.split(5)])
+            j = int(values.argmax())
+            z_t = points[j].clone()
+            info.update(kg_support=float(values[j]), z_box=tree[0, d_x:].tolist())
+        return Proposal(x_t, z_t, info)
+
+    def acquisition_function(self, model: SingleTaskGP, t: int) -> Callable[[Tensor], Tensor]:
+        """The one-shot rho-KG: ``b x (1 + num_fantasies) x (d_x + d_z)`` -> ``b``."""
+        return self._knowledge_gradient(model, t)
+
+    def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
+        """The tutorial's: argmax over x of the posterior expectation of the risk measure
+        (``qSimpleRegret`` with it as objective) over the recommendation's w set."""
+        t = train_X.shape[0]  # the iteration's own streams: the data size names it
+        w, counts = self.w_set(t, self.n_w_rec, "recommendation")
+        acquisition = qSimpleRegret(with_w_set(model, w), sampler=self._sampler(self.inner_samples, t, "rec"),
+                                    objective=risk_measure(self.risk, self.problem.alpha, counts, self.level))
+        x, value = self._optimize(acquisition, self.bounds[:, : self.problem.d_x],
+                                  derive_seed(self.search_seed(t), "rec-starts"))
+        return Recommendation(x[0].detach().clone(), {"var_mean_rec": float(value)})

@@ -1,0 +1,115 @@
+"""``botorch-risk``: BoTorch's risk measures at the matched level against the definitions of VaR
+and CVaR, the systematic draws against the masses, the w-set model against the plain model, and
+the proposal's determinism and support."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from algorithms.botorch_risk import BotorchRisk, risk_measure, systematic_counts, with_w_set
+from algorithms.gp import fit_gp
+from problems import build_problem
+
+
+def var_np(values: np.ndarray, masses: np.ndarray, alpha: float) -> float:
+    """inf{w : P(F <= w) >= alpha} from the definition."""
+    at_or_below = (masses[None, :] * (values[None, :] <= values[:, None])).sum(-1)
+    return float(values[at_or_below >= alpha - 1e-12].min())
+
+
+def cvar_np(values: np.ndarray, masses: np.ndarray, alpha: float, n: int = 100_000) -> float:
+    """(1 / alpha) int_0^alpha VaR_a da by the midpoint rule."""
+    order = np.argsort(values)
+    cumulative = np.cumsum(masses[order])
+    levels = (np.arange(n) + 0.5) / n * alpha
+    return float(values[order][np.searchsorted(cumulative, levels - 1e-12)].mean())
+
+
+CASES = [(50, 0.1), (100, 0.07), (25, 0.28), (200, 0.1), (40, 0.2), (37, 0.13), (64, 0.5), (10, 0.05)]
+
+
+@pytest.mark.parametrize("n,alpha", CASES)
+def test_matched_level_gives_the_definitions_var_and_cvar_of_the_drawn_values(n: int, alpha: float) -> None:
+    """BoTorch's VaR at the matched level is VaR_alpha of the N equally weighted values (including
+    the pairs where float rounding moves ceil(N alpha)); its CVaR is the mean of the ceil(N alpha)
+    smallest, which is CVaR_alpha exactly when N alpha is an integer."""
+    rng = np.random.default_rng(n)
+    m = max(2, n // 3)
+    counts = torch.tensor(rng.multinomial(n - m, np.ones(m) / m) + 1)  # each point drawn >= once
+    values = rng.normal(size=(7, m))
+    expanded = np.repeat(values, counts.numpy(), axis=-1)  # the N values as equal masses
+    samples = torch.tensor(values).reshape(1, 7 * m, 1)  # 7 x's, m points each, consecutive
+    for risk in ("var", "cvar"):
+        got = risk_measure(risk, alpha, counts)(samples).reshape(-1).numpy()
+        for i in range(7):
+            equal = np.full(n, 1.0 / n)
+            if risk == "var":
+                assert got[i] == var_np(expanded[i], equal, alpha)
+            else:
+                k = math.ceil(round(n * alpha, 9))
+                assert got[i] == pytest.approx(np.sort(expanded[i])[:k].mean(), abs=1e-12)
+                if abs(n * alpha - round(n * alpha)) < 1e-9:
+                    assert got[i] == pytest.approx(cvar_np(expanded[i], equal, alpha), abs=1e-4)
+
+
+def test_systematic_draws_follow_the_masses() -> None:
+    """Each count is the floor or the ceiling of N p_i, they sum to N, and over the offset their
+    mean is N p_i (the draws are unbiased)."""
+    problem = build_problem("hartmann-1-2-discrete", with_optimum=False)
+    masses = problem.z.masses
+    n = 50
+    total = torch.zeros_like(masses)
+    offsets = (torch.arange(4000, dtype=torch.float64) + 0.5) / 4000
+    for offset in offsets.tolist():
+        counts = systematic_counts(masses, n, offset)
+        assert int(counts.sum()) == n
+        assert bool((counts >= torch.floor(n * masses) - 1e-9).all())
+        assert bool((counts <= torch.ceil(n * masses) + 1e-9).all())
+        total += counts
+    assert torch.allclose(total / len(offsets), n * masses, atol=2e-3)
+
+
+def test_the_w_set_model_is_the_joint_posterior_at_every_w() -> None:
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(12, 3, generator=g, dtype=torch.float64)
+    Y = torch.sin(5 * X).sum(-1, keepdim=True)
+    model, _ = fit_gp(X, Y, None, refit=True, generator=g)
+    w = torch.rand(6, 2, generator=g, dtype=torch.float64)
+    x = torch.rand(4, 1, generator=g, dtype=torch.float64)
+    joint = torch.cat([x.repeat_interleave(6, 0), w.repeat(4, 1)], dim=-1)  # each x with every w
+    with torch.no_grad():
+        expected = model.posterior(joint)
+        got = with_w_set(model, w).posterior(x)
+    assert torch.allclose(got.mean, expected.mean, atol=1e-10)
+    assert torch.allclose(got.covariance_matrix, expected.covariance_matrix, atol=1e-10)
+    assert model.input_transform is None if hasattr(model, "input_transform") else True
+
+
+@pytest.mark.parametrize("name,risk", [("hartmann-1-2-discrete", "cvar"), ("branin-1-1-continuous", "var")])
+def test_proposal_is_deterministic_and_in_the_support(name: str, risk: str) -> None:
+    problem = build_problem(name, with_optimum=False)
+    g = torch.Generator().manual_seed(1)
+    X = torch.rand(10, problem.d_x + problem.d_z, generator=g, dtype=torch.float64)
+    Y = torch.cos(3 * X).sum(-1, keepdim=True)
+    model, _ = fit_gp(X, Y, None, refit=True, generator=g)
+    small = {"num_fantasies": 4, "num_restarts": 2, "raw_samples": 16, "inner_samples": 16, "n_w": 20}
+    first = BotorchRisk(problem, 3, risk=risk, **small).propose(model, 2)
+    again = BotorchRisk(problem, 3, risk=risk, **small).propose(model, 2)
+    assert torch.equal(first.x, again.x) and torch.equal(first.z, again.z)
+    assert bool(((first.x >= 0) & (first.x <= 1)).all())
+    if problem.z.is_discrete:
+        assert bool((problem.z.points == first.z).all(-1).any())
+    else:
+        assert bool(((first.z >= problem.z.lower) & (first.z <= problem.z.upper)).all())
+    recommendation = BotorchRisk(problem, 3, risk=risk, **small).recommend(model, X)
+    assert recommendation.x.shape == (problem.d_x,)
+
+
+def test_options_are_checked() -> None:
+    problem = build_problem("branin-1-1-discrete", with_optimum=False)
+    with pytest.raises(ValueError, match="level"):
+        BotorchRisk(problem, 0, level="tutorial")
+    with pytest.raises(ValueError, match="n_w"):
+        BotorchRisk(problem, 0, n_w=0)
