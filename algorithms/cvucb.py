@@ -96,7 +96,8 @@ def cvar_upper_function(marginals: PosteriorMarginals, points: Tensor, masses: T
 
 
 class CVUCB(Algorithm):
-    """CV-UCB; see the module docstring.
+    """CV-UCB: x_t maximizes CVaR of the upper bound; z_t is the largest-mass lacing value at the
+    level in (0, alpha] where VaR(u) - VaR(l) is largest (module docstring).
 
     Options:
         beta: the confidence bounds' width beta_t (bounds mu +- beta_t^(1/2) sigma): ``"paper"``,

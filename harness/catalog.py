@@ -58,15 +58,23 @@ def option_summary(options: list[OptionDoc], kinds: list[str]) -> str:
 def algorithm_lines(columns: int | None = None) -> list[str]:
     """The ``--list`` section of the registered algorithms: name, kinds of Z, options."""
     columns = columns or width()
-    lines = ["algorithms (--algorithm NAME; --describe NAME: their options' defaults and meanings):"]
+    lines = ["algorithms (--algorithm NAME; the kinds of Z and risk measures (--risk) each handles; "
+             "--describe NAME: their options' defaults and meanings):"]
     name_width = max(len(k) for k in ALGORITHMS)
     kind_width = len(", ".join(KINDS))
-    indent = 2 + name_width + 2 + kind_width + 2
+    risk_width = len("var, cvar")
+    indent = 2 + name_width + 2 + kind_width + 2 + risk_width + 2
     for key, factory in ALGORITHMS.items():
-        first = f"  {key:{name_width}s}  {', '.join(_kinds(factory)):{kind_width}s}  "
+        first = (f"  {key:{name_width}s}  {', '.join(_kinds(factory)):{kind_width}s}  "
+                 f"{_risks(factory):{risk_width}s}  ")
         summary = option_summary(describe_options(factory), _kinds(factory))
         lines += _wrap(summary, first, indent, columns)
     return lines
+
+
+def _risks(factory: type) -> str:
+    """The risk measures an algorithm optimizes, VaR first."""
+    return ", ".join(r for r in ("var", "cvar") if r in getattr(factory, "risks", frozenset({"var"})))
 
 
 def _summary_line(factory: type) -> str:
@@ -102,9 +110,10 @@ def describe(name: str, columns: int | None = None) -> str:
     kinds = _kinds(factory)
     options = describe_options(factory)
     lines = _wrap(f"{name}: {_summary_line(factory)}", "", 2, columns)
-    target = "the optimal VaR" if factory.target == "var" else "the worst case max_x min_z f"
+    measures = " or ".join({"var": "VaR", "cvar": "CVaR"}[r] for r in _risks(factory).split(", "))
+    target = f"the optimal {measures} (--risk)" if factory.target == "var" else "the worst case max_x min_z f"
     lines += _wrap(f"class {factory.__module__}.{factory.__qualname__}; handles a {' or a '.join(kinds)} "
-                   f"Z; regret against {target}.", "", 2, columns)
+                   f"Z; optimizes {measures}; regret against {target}.", "", 2, columns)
     lines += ["", *_wrap("Options: --option NAME=VALUE (one cell), options = { NAME = VALUE } (a grid "
                          "file); defaults as JSON.", "", 2, columns)]
     if not options:
