@@ -311,7 +311,9 @@ def _document(doc, results, frame, bands, panels, claims, verdicts, timing, rati
         f"iteration). Lines that coincide are told apart by their markers; options too long for the "
         f"legend are spelled out in the key under it. Regret below -{NEGATIVE_TOLERANCE:g} stops the "
         f"report. The worst-case figure uses the worst-case target max_x min_z f(x, z): the alpha -> 0 "
-        f"study where its panels' alpha lies below the smallest mass of Z.")
+        f"study where its panels' alpha lies below the smallest mass of Z. The CVaR figures (cells with "
+        f"risk = cvar) use the CVaR target: the optimal CVaR_alpha, the lower-tail mean, minus the "
+        f"true CVaR of the recommendation.")
     drawn = set(panels["figure"])
     empty = [title.split(" (")[0] for name, title, _ in figures if name in FIGURE_NAMES and name not in drawn]
     for name, title, fig_paths in figures:
