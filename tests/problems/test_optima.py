@@ -33,8 +33,8 @@ def test_table_covers_every_problem_and_names_its_command() -> None:
 @pytest.mark.parametrize("name", GRID_SEARCHED)
 def test_search_reproduces_the_table(name: str) -> None:
     stored = load_table()[name]
-    fresh = search_problem(build_problem(name, with_optimum=False))
-    for key in ("var", "worst_case"):
+    fresh = search_problem(build_problem(name, with_optimum=False), targets=("var", "worst_case", "cvar"))
+    for key in ("var", "worst_case", "cvar"):
         assert abs(fresh[key]["value"] - stored[key]["value"]) <= 1e-7
 
 
@@ -46,6 +46,11 @@ def test_stored_values_are_attained_at_stored_maximizers(name: str) -> None:
         p.optimum.var, abs=tol)
     assert float(p.worst_case(torch.tensor([p.optimum.argmax_worst_case]))[0]) == pytest.approx(
         p.optimum.worst_case, abs=tol)
+    if p.optimum.cvar is not None or name != "robot-push-3-2":  # robot's CVaR: a long search
+        assert float(p.cvar(torch.tensor([p.optimum.argmax_cvar]))[0]) == pytest.approx(
+            p.optimum.cvar, abs=tol)
+        # CVaR lies below VaR at every x, so its optimum does too
+        assert p.optimum.cvar <= p.optimum.var + tol
 
 
 @pytest.mark.parametrize("name", GRID_SEARCHED)
@@ -54,8 +59,10 @@ def test_no_random_point_beats_the_stored_optimum(name: str) -> None:
     x = torch.rand(100_000, p.d_x, generator=torch.Generator().manual_seed(7))
     var = torch.cat([p.var(c) for c in x.split(10_000)])
     worst = torch.cat([p.worst_case(c) for c in x.split(10_000)])
+    cvar = torch.cat([p.cvar(c) for c in x.split(10_000)])
     assert float(var.max()) <= p.optimum.var
     assert float(worst.max()) <= p.optimum.worst_case
+    assert float(cvar.max()) <= p.optimum.cvar
 
 
 def test_no_point_near_the_maximizer_beats_it() -> None:
@@ -70,6 +77,7 @@ def test_alpha_below_the_smallest_mass_gives_the_worst_case_target() -> None:
     p = get_problem("branin-1-1-discrete", 1e-14)
     assert p.alpha == 1e-14
     assert p.optimum.var == p.optimum.worst_case == build_problem("branin-1-1-discrete").optimum.worst_case
+    assert p.optimum.cvar == p.optimum.worst_case  # CVaR below the smallest mass: the minimum too
 
 
 def test_other_alpha_is_searched() -> None:
@@ -77,6 +85,9 @@ def test_other_alpha_is_searched() -> None:
     x = torch.rand(20_000, 1, generator=torch.Generator().manual_seed(0))
     assert float(p.var(x).max()) <= p.optimum.var
     assert p.optimum.var > build_problem("branin-1-1-discrete").optimum.var  # VaR grows with alpha
+    q = get_problem("branin-1-1-discrete", 0.3, "cvar")
+    assert q.optimum.var is None and float(q.cvar(x).max()) <= q.optimum.cvar
+    assert q.optimum.cvar > build_problem("branin-1-1-discrete").optimum.cvar  # so does CVaR
 
 
 def test_cli_lists_every_problem_as_json() -> None:
@@ -86,7 +97,8 @@ def test_cli_lists_every_problem_as_json() -> None:
     assert [r["name"] for r in rows] == NAMES
     for r in rows:
         assert {"name", "d_x", "d_z", "alpha", "optimum_var", "argmax_var", "optimum_worst_case",
-                "argmax_worst_case"} <= set(r)
+                "argmax_worst_case", "optimum_cvar", "argmax_cvar"} <= set(r)
+        assert r["optimum_cvar"] is not None or r["name"] == "robot-push-3-2"
 
 
 def test_cli_rejects_unknown_names_in_one_line() -> None:
