@@ -490,7 +490,8 @@ def timing_figure(timing: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyl
     several_alphas = timing.groupby("problem")["alpha"].transform("nunique") > 1
     alpha_text = timing["alpha"].map(lambda a: f", alpha={a:.3g}")
     timing = timing.assign(label=timing["problem"] + np.where(several_alphas, alpha_text, "")
-                           + np.where(timing["target"] == "worst_case", ", worst case", ""))
+                           + timing["target"].map({"worst_case": ", worst case", "cvar": ", CVaR"})
+                           .fillna("").astype(str))
     labels = list(dict.fromkeys(timing.sort_values(["target", "problem"])["label"]))
     series = sorted(dict.fromkeys(zip(timing["algorithm"], timing["options"], strict=True)),
                     key=lambda s: (s[0], s[1] != "{}", s[1]))
