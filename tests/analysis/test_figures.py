@@ -37,6 +37,8 @@ def test_paper_layout_and_other_settings() -> None:
         ("branin-1-1-discrete", 4e-13, "worst_case", 30),
         ("robot-push-3-2", 0.1, "var", 30),
         ("my-problem", 0.1, "var", 3),
+        ("hartmann-1-2-discrete", 0.1, "cvar", 10),
+        ("branin-1-1-continuous", 0.1, "cvar", 10),
     ])).set_index(["problem", "alpha", "target"])
     where = ["figure", "position"]
     assert tuple(panels.loc[("branin-1-1-discrete", 0.1, "var"), where]) == ("fig3_discrete", 0)
@@ -46,6 +48,9 @@ def test_paper_layout_and_other_settings() -> None:
     assert tuple(panels.loc[("robot-push-3-2", 0.1, "var"), where]) == ("fig5_simulated", 1)
     assert panels.loc[("my-problem", 0.1, "var"), "figure"] == OTHER
     assert sorted(panels.loc[panels["figure"] == OTHER, "position"]) == [0, 1]
+    # CVaR cells: the paper's layouts, in figures of their own
+    assert tuple(panels.loc[("hartmann-1-2-discrete", 0.1, "cvar"), where]) == ("fig_cvar_discrete", 2)
+    assert tuple(panels.loc[("branin-1-1-continuous", 0.1, "cvar"), where]) == ("fig_cvar_continuous", 0)
 
 
 def test_one_colour_per_algorithm_whatever_the_set() -> None:
@@ -147,7 +152,12 @@ def test_every_label_legend_and_key_lies_inside_the_canvas(tmp_path: Path,
     found["fig_timing"] = found_wide
     names = [name for name, _, _ in drawn]
     assert set(names) >= {"fig3_discrete", "fig4_continuous", "fig5_simulated", "fig_alpha0", "fig_other",
-                          "fig_timing"}
+                          "fig_timing", "fig_cvar_discrete", "fig_cvar_continuous", "fig_cvar_simulated"}
+    # without CVaR cells the CVaR figures are not drawn (the paper's are, empty)
+    var_only = bands.loc[bands["target"] != "cvar"]
+    (tmp_path / "v").mkdir()
+    names_var = [n for n, _, _ in regret_figures(var_only, assign_figures(var_only), styles, tmp_path / "v")]
+    assert not any(n.startswith("fig_cvar") for n in names_var) and "fig3_discrete" in names_var
     assert found.keys() == set(names)
     assert all(problems == [] for problems in found.values()), found
 
