@@ -38,7 +38,9 @@ def test_smoke_grid_end_to_end(tmp_path: Path) -> None:
     print(f"the smoke grid took {wall:.0f} s on 2 CPUs")
     frame = read_results(out)
     assert len(frame) == sum(c.iterations + 1 for c in cells)
-    assert frame.groupby(["problem", "algorithm", "seed"]).size().eq(cells[0].iterations + 1).all()
+    assert frame.groupby(["problem", "algorithm", "risk", "seed"]).size().eq(cells[0].iterations + 1).all()
+    assert set(frame["risk"]) == {"var", "cvar"}
+    assert frame.loc[frame["risk"] == "cvar", "cvar_rec"].notna().all()
     # one cell, recomputed here: the same rows
     spec = next(c for c in cells if c.problem == "hartmann-2-1-discrete" and c.algorithm == "vucb-unif")
     stored = [{k: v for k, v in r.items() if k not in TIMINGS}
