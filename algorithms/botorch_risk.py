@@ -181,9 +181,7 @@ class BotorchRisk(Algorithm):
             counts = systematic_counts(z.masses, n, offset)
             keep = counts > 0
             return z.points[keep], counts[keep]
-        sobol = torch.quasirandom.SobolEngine(self.problem.d_z, scramble=True, seed=seed % 2**63)
-        points = z.icdf(sobol.draw(n, dtype=torch.float64))
-        return points, torch.ones(n, dtype=torch.long)
+        return z.qmc_points(n, seed % 2**63), torch.ones(n, dtype=torch.long)
 
     def _sampler(self, n: int, t: int, purpose: str) -> SobolQMCNormalSampler:
         return SobolQMCNormalSampler(torch.Size([n]), seed=derive_seed(self.search_seed(t), purpose) % 2**31)

@@ -149,9 +149,7 @@ class CVUCB(Algorithm):
         z = self.problem.z
         if isinstance(z, DiscreteZ):
             return z.points, z.masses, z.masses
-        sobol = torch.quasirandom.SobolEngine(self.problem.d_z, scramble=True,
-                                              seed=derive_seed(self.search_seed(t), "cvucb-saa"))
-        points = z.icdf(sobol.draw(self.n_samples, dtype=torch.float64))
+        points = z.qmc_points(self.n_samples, derive_seed(self.search_seed(t), "cvucb-saa"))
         masses = torch.full((self.n_samples,), 1.0 / self.n_samples, dtype=torch.float64)
         return points, masses, z.density(points)
 

@@ -71,9 +71,7 @@ class VUCBProbSAA(Algorithm):
 
     def samples(self, t: int) -> Tensor:
         """``N x d_z`` draws of Z of iteration ``t`` (scrambled Sobol through the quantile function)."""
-        sobol = torch.quasirandom.SobolEngine(self.problem.d_z, scramble=True,
-                                              seed=derive_seed(self.search_seed(t), "saa"))
-        return self.z.icdf(sobol.draw(self.n_samples, dtype=torch.float64))
+        return self.z.qmc_points(self.n_samples, derive_seed(self.search_seed(t), "saa"))
 
     def propose(self, model: SingleTaskGP, t: int) -> Proposal:
         beta = self.beta(t)

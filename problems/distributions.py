@@ -147,11 +147,13 @@ class TruncatedNormalZ:
             raise NotImplementedError("quadrature for d_z > 2 is not implemented")
         return torch.stack(torch.meshgrid(axis, axis, indexing="ij"), dim=-1)
 
-    def qmc_points(self, n: int) -> Tensor:
-        """``n x d_z`` quasi-random draws (a scrambled Sobol sequence with a fixed seed, mapped by
-        :meth:`icdf`): the nodes of the true VaR when d_z > 2, where no product quadrature is
-        affordable (see :meth:`problems.base.Problem.var`). Deterministic."""
-        engine = torch.quasirandom.SobolEngine(self.d_z, scramble=True, seed=0)
+    def qmc_points(self, n: int, seed: int = 0) -> Tensor:
+        """``n x d_z`` quasi-random draws (a scrambled Sobol sequence, mapped by :meth:`icdf`).
+        With the default seed: the nodes of the true VaR when d_z > 2, where no product quadrature
+        is affordable (see :meth:`problems.base.Problem.var`); with an iteration's seed, the draws
+        an algorithm treats as a discrete Z for an iteration (V-UCB SAA, CV-UCB, BoTorch's w set).
+        Deterministic for a seed."""
+        engine = torch.quasirandom.SobolEngine(self.d_z, scramble=True, seed=seed)
         return self.icdf(engine.draw(n, dtype=torch.float64))
 
     def sample_support_qmc(self, n: int) -> Tensor:

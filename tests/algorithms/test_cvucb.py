@@ -8,8 +8,9 @@ import torch
 
 from algorithms import build_algorithm
 from algorithms.cvucb import CVUCB, risk_level
-from algorithms.gp import PosteriorMarginals, fit_gp
+from algorithms.gp import PosteriorMarginals
 from problems import build_problem
+from tests.algorithms.test_vucb import random_model
 
 
 def var_np(values: np.ndarray, masses: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -24,14 +25,6 @@ def cvar_np(values: np.ndarray, masses: np.ndarray, alpha: float, n: int = 200_0
     """(1 / alpha) int_0^alpha VaR_a da by the midpoint rule on n levels (independent of ours)."""
     levels = (np.arange(n) + 0.5) / n * alpha
     return float(var_np(values, masses, levels).mean())
-
-
-def random_model(d: int, n: int, seed: int):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, d, generator=g)
-    Y = torch.randn(n, 1, generator=g) + torch.cos(4 * X).sum(-1, keepdim=True)
-    model, _ = fit_gp(X, Y, None, refit=True, generator=g)
-    return model
 
 
 @pytest.mark.parametrize("seed", range(25))
