@@ -32,8 +32,8 @@ What this class adds, and why:
   on the cumulative-mass scale, points u0 + j / N with one random offset u0), the discrete
   analogue of stratified draws. **How the masses are honoured**: BoTorch's measures weigh their
   n_w values equally, so the masses enter through the draws, as the tutorial's distribution of W
-  does: support point i is drawn floor or ceil of N p_i times, so the w set's VaR and CVaR are
-  unbiased-in-spirit estimates of the weighted ones, their error that of N stratified draws. Drawn
+  does: support point i is drawn floor or ceil of N p_i times (N p_i on average over the offset),
+  so the w set's VaR and CVaR are those of a stratified sample of N draws of Z, with its error. Drawn
   duplicates are not duplicated in the posterior: it is taken at the distinct points, and each
   posterior sample's values are repeated by their counts (BoTorch's ``preprocessing_function``)
   before BoTorch's measure takes the N values. The query's z: the optimizer moves w in the
