@@ -11,10 +11,12 @@ TIMINGS = {"t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"}
 
 def expected_path(out: Path, spec: CellSpec) -> Path:
     """``out/<problem>/<algorithm>/seed<seed>-<first 12 hex of SHA-256 of the spec's JSON>``."""
-    digest = hashlib.sha256(json.dumps(
-        {"problem": spec.problem, "algorithm": spec.algorithm, "seed": spec.seed,
-         "iterations": spec.iterations, "alpha": spec.alpha, "options": [list(o) for o in spec.options]},
-        sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
+    fields = {"problem": spec.problem, "algorithm": spec.algorithm, "seed": spec.seed,
+              "iterations": spec.iterations, "alpha": spec.alpha, "options": [list(o) for o in spec.options]}
+    if spec.risk != "var":  # a CVaR cell names its risk measure; a VaR cell's JSON is as it always was
+        fields["risk"] = spec.risk
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return out / spec.problem / spec.algorithm / f"seed{spec.seed}-{digest}.parquet"
 
 
