@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from algorithms.base import RISKS
 from algorithms.gp import DEFAULT_GP, gp_profile
 
 #: What a cell can be: a BO run, or a timing cell of the complexity study.
 CELL_KINDS = ("bo", "timing")
-#: The risk measures a BO cell can optimize (``"var"`` the default): VaR_alpha, or CVaR_alpha (the
-#: lower-tail mean, :func:`problems.weighted_cvar`).
-RISKS = ("var", "cvar")
+# RISKS: the risk measures a BO cell can optimize (``"var"`` the default): VaR_alpha, or CVaR_alpha
+# (the lower-tail mean, :func:`problems.weighted_cvar`); the algorithms' list, re-exported here.
 
 
 @dataclass(frozen=True)
