@@ -45,7 +45,6 @@ from analysis.data import (
     BEST_FOUND,
     DEFAULT_FLOOR,
     NEGATIVE_TOLERANCE,
-    SERIES_KEYS,
     NegativeRegretError,
     achieved,
     beaten_bounds,
@@ -66,6 +65,7 @@ from analysis.figures import (
     value_figure,
 )
 from analysis.provenance import analysis_environment, cell_status
+from analysis.summary import final_summary, pivot_tables
 from analysis.timing import ratio_table, timing_table
 from harness.results import location, read_timings
 
@@ -167,14 +167,6 @@ class Document:
 # the report
 
 
-def final_band_summary(bands: pd.DataFrame) -> pd.DataFrame:
-    """The last iteration of every series: seeds, seeds at the floor, mean and 70 % band."""
-    last = bands.loc[bands.groupby(SERIES_KEYS, dropna=False)["iteration"].idxmax()]
-    columns = ["figure", "problem", "alpha", "target", "algorithm", "options", "iteration", "n_seeds",
-               "n_floor", "mean", "lower", "upper"]
-    return last[columns].sort_values(["figure", "problem", "alpha", "algorithm"])
-
-
 def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR) -> dict[str, Path]:
     """Write every output of the report for ``results`` into ``out``; returns the paths by name.
 
@@ -220,8 +212,10 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     bounds = beaten_bounds(frame)
 
     bands_out = bands[["figure", *[c for c in bands.columns if c != "figure"]]]
-    for name, table in (("bands", bands_out), ("timing", timing), ("timing_ratio", ratios),
-                        ("claims", claims), ("claims_overall", verdicts), ("lower_bounds", bounds)):
+    summary = final_summary(bands, timing)
+    for name, table in (("bands", bands_out), ("final_table", summary), ("timing", timing),
+                        ("timing_ratio", ratios), ("claims", claims), ("claims_overall", verdicts),
+                        ("lower_bounds", bounds)):
         paths[f"{name}.csv"] = out / f"{name}.csv"
         table.to_csv(paths[f"{name}.csv"], index=False)
     paths["bands.parquet"] = out / "bands.parquet"
@@ -240,7 +234,7 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     figures.append(timing_figure(timing, styles, out))
     for name, _, fig_paths in figures:
         paths[f"{name}.png"], paths[f"{name}.pdf"] = fig_paths["png"], fig_paths["pdf"]
-    _document(doc, results, frame, bands, panels, claims, verdicts, timing, ratios, status, figures, floor,
+    _document(doc, results, frame, summary, panels, claims, verdicts, timing, ratios, status, figures, floor,
               bounds)
     return int(status["n_done"])
 
@@ -290,7 +284,7 @@ def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: d
     return n_cells
 
 
-def _document(doc, results, frame, bands, panels, claims, verdicts, timing, ratios, status, figures,
+def _document(doc, results, frame, summary, panels, claims, verdicts, timing, ratios, status, figures,
               floor, bounds) -> None:
     env = analysis_environment()
     n_cells = frame.groupby(["problem", "algorithm", "options", "alpha", "iterations", "seed"]).ngroups
@@ -323,7 +317,15 @@ def _document(doc, results, frame, bands, panels, claims, verdicts, timing, rati
         doc.para("No cell of this folder belongs to " + "; ".join(empty) + " (their files show empty "
                  "panels).")
     doc.heading("Final iteration", 3)
-    doc.table(final_band_summary(bands))
+    doc.para(f"Mean log10 regret of the recommendation at the last iteration over seeds, with its "
+             f"{BAND_LEVEL:.0%} band [lower, upper]; and the median seconds per proposal (iterations >= 1). "
+             "One pair of tables per target; every series: final_table.csv.")
+    for target, (regret, seconds, note) in pivot_tables(summary).items():
+        doc.heading(f"Target {target}: final log10 regret", 4)
+        doc.para(note)
+        doc.table(regret)
+        doc.heading(f"Target {target}: median seconds per proposal", 4)
+        doc.table(seconds)
     if not bounds.empty:
         doc.heading("Optima that are lower bounds", 3)
         doc.para(

@@ -53,9 +53,9 @@ def ratio_table(timing: pd.DataFrame) -> pd.DataFrame:
     vucb = vucb.loc[(vucb["options"] == "{}") | vucb["_default"].isna()].drop(columns="_default")
     merged = vucb.merge(kg, on=keys, suffixes=("", "_kg"))
     out = merged[keys].copy()
-    out["rhokg"] = [_series_name(a, o) for a, o in zip(merged["algorithm_kg"], merged["options_kg"],
+    out["rhokg"] = [series_name(a, o) for a, o in zip(merged["algorithm_kg"], merged["options_kg"],
                                                        strict=True)]
-    out["vucb"] = [_series_name(a, o) for a, o in zip(merged["algorithm"], merged["options"], strict=True)]
+    out["vucb"] = [series_name(a, o) for a, o in zip(merged["algorithm"], merged["options"], strict=True)]
     for prefix in ("acq_s", "fit_s", "total_s"):
         out[f"{prefix.split('_')[0]}_ratio"] = merged[f"{prefix}_median_kg"] / merged[f"{prefix}_median"]
     out["n_cells_vucb"] = merged["n_cells"]
@@ -63,7 +63,7 @@ def ratio_table(timing: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values([*keys, "rhokg", "vucb"]).reset_index(drop=True)
 
 
-def _series_name(algorithm: str, options: str) -> str:
+def series_name(algorithm: str, options: str) -> str:
     """``rhokg-apx`` or ``rhokg-apx (gp=borisk, maxiter=100)``."""
     text = options_text(options)
     return f"{algorithm} ({text})" if text else algorithm
