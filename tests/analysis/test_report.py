@@ -48,7 +48,7 @@ def test_report_files_and_numbers(results: Path, tmp_path: Path) -> None:
     out = tmp_path / "report"
     assert main([str(results), "--out", str(out)]) == 0
     for name in ("report.md", "report.html", "bands.csv", "bands.parquet", "timing.csv", "timing_ratio.csv",
-                 "claims.csv", "claims_overall.csv", "final_regret.csv"):
+                 "claims.csv", "claims_overall.csv", "final_regret.csv", "final_table.csv"):
         assert (out / name).is_file(), name
     for stem in ("fig3_discrete", "fig4_continuous", "fig5_simulated", "fig_alpha0", "fig_timing"):
         assert (out / f"{stem}.png").stat().st_size > 1000 and (out / f"{stem}.pdf").is_file()
@@ -60,6 +60,11 @@ def test_report_files_and_numbers(results: Path, tmp_path: Path) -> None:
     assert html.index("data:image/png") < html.index('<h2 id="claims">')
     assert '<a href="#regret-curves">Regret curves</a>' in html and '<h2 id="regret-curves">' in html
     assert "[Claims in detail](#claims-in-detail)" in (out / "report.md").read_text()
+    # one regret and one timing table per target in the folder, each series' last iteration
+    final = pd.read_csv(out / "final_table.csv")
+    assert (final["iteration"] == final["iterations"]).all()
+    for target in final["target"].unique():
+        assert f"#### Target {target}: final log10 regret" in (out / "report.md").read_text()
 
     bands = pd.read_parquet(out / "bands.parquet")
     pd.testing.assert_frame_equal(bands.reset_index(drop=True),
