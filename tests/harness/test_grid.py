@@ -11,7 +11,15 @@ import pytest
 
 from algorithms import ALGORITHMS
 from harness.cell import CellSpec
-from harness.grid import paper_grid, resolve_grid, select, smoke_grid, unavailable_reason, with_overrides
+from harness.grid import (
+    cvar_grid,
+    paper_grid,
+    resolve_grid,
+    select,
+    smoke_grid,
+    unavailable_reason,
+    with_overrides,
+)
 from harness.run import main
 from harness.spec import RISKS
 from problems import PROBLEMS, build_problem
@@ -40,6 +48,24 @@ def test_smoke_grid_is_every_registered_problem_and_algorithm_with_two_seeds() -
                                                                 "botorch-risk", "random"}
     assert len(cells) == len(expected)
     assert all(c.iterations is not None and 1 <= c.iterations <= 5 for c in cells)
+
+
+def test_cvar_grid_is_the_readme_s_tables_and_shares_the_paper_grid_s_var_cells() -> None:
+    cells = cvar_grid().cells
+    problems = [*DISCRETE, "branin-1-1-continuous"]
+    series = {(c.risk, c.algorithm, c.options) for c in cells}
+    assert {(r, a) for r, a, _ in series} == {
+        ("cvar", "cvucb"), ("cvar", "rhokg-apx"), ("cvar", "botorch-risk"), ("cvar", "random"),
+        ("var", "vucb-prob"), ("var", "botorch-risk"), ("var", "random")}
+    assert ("cvar", "cvucb", (("beta", "authors"),)) in series and ("cvar", "cvucb", ()) in series
+    # every series on every problem with seeds 0-9 and the paper's iterations
+    assert len(cells) == len(series) * len(problems) * 10 == 400
+    assert {(c.problem, c.seed) for c in cells} == set(itertools.product(problems, range(10)))
+    assert {c.iterations for c in cells} == {60}
+    # the VaR cells of vucb-prob and random are the paper grid's (one folder can hold both grids)
+    paper = {c.to_json() for c in paper_grid().cells}
+    shared = [c for c in cells if c.risk == "var" and c.algorithm in ("vucb-prob", "random")]
+    assert len(shared) == 100 and all(c.to_json() in paper for c in shared)
 
 
 def test_sensitivity_grid_is_the_issue_s_design() -> None:
