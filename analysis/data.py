@@ -71,6 +71,63 @@ def load_results(out: Path) -> tuple[pd.DataFrame, dict[str, dict]]:
     return frame, metas
 
 
+#: the columns that two files of one cell must agree on to be the same run (timings may differ)
+RUN_COLUMNS = ["iteration", "x", "z", "y", "x_rec", "regret"]
+
+
+class DuplicateCellError(ValueError):
+    """Two files hold one cell (the same :data:`CELL_KEYS`) with different rows."""
+
+
+def _run_values(rows: pd.DataFrame) -> list[tuple]:
+    """A cell's :data:`RUN_COLUMNS`, iteration by iteration, as tuples of ``repr`` strings (arrays
+    flattened), so that a missing value (NaN: iteration 0 has no y) equals itself."""
+    rows = rows.sort_values("iteration")[RUN_COLUMNS]
+    return [tuple(tuple(map(repr, np.asarray(v, dtype=float).ravel().tolist()))
+                  if isinstance(v, list | np.ndarray) else repr(v) for v in row)
+            for row in rows.itertuples(index=False)]
+
+
+def drop_duplicate_cells(frame: pd.DataFrame, metas: dict[str, dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One cell stored under two spec hashes counts once.
+
+    Two specs can describe one run: a cell run alone without ``--iterations`` leaves T unset in its
+    spec, the grid's cell of the same problem, algorithm, settings, alpha and seed sets T, and their
+    hashes differ. Counted twice, such a cell would double its seed in a band and in the claims'
+    pairs. Per :data:`CELL_KEYS`, the rows of one file are kept: the one whose spec sets T (as grids
+    write it), then the first spec hash. Returns ``(frame, duplicates)``; ``duplicates`` has one row
+    per dropped file: the cell's keys, ``kept`` and ``dropped`` (spec hashes).
+
+    Raises :class:`DuplicateCellError` naming the cells whose files differ in any of
+    :data:`RUN_COLUMNS` (two runs of one spec give identical rows, so a difference means different
+    code or data, and which one is right is for the user to say).
+    """
+    columns = [*CELL_KEYS, "kept", "dropped"]
+    if frame.empty:
+        return frame, pd.DataFrame(columns=columns)
+    counts = frame.groupby(CELL_KEYS, sort=True, dropna=False)["spec_hash"].nunique()
+    if not (counts > 1).any():
+        return frame, pd.DataFrame(columns=columns)
+    keys = frame[CELL_KEYS].apply(tuple, axis=1)
+    dropped_rows, conflicts = [], []
+    for key in counts[counts > 1].index:
+        part = frame.loc[keys == key]
+        hashes = sorted(part["spec_hash"].unique(),
+                        key=lambda h: (metas.get(h, {}).get("spec", {}).get("iterations") is None, h))
+        kept = _run_values(part.loc[part["spec_hash"] == hashes[0]])
+        for h in hashes[1:]:
+            if _run_values(part.loc[part["spec_hash"] == h]) != kept:
+                conflicts.append(f"  {key[0]}/{key[3]}/seed{key[-1]} options={key[4]} T={key[5]}: files "
+                                 f"{hashes[0]} and {h}")
+            dropped_rows.append({**dict(zip(CELL_KEYS, key, strict=True)), "kept": hashes[0], "dropped": h})
+    if conflicts:
+        raise DuplicateCellError(
+            f"{len(conflicts)} cell(s) are stored twice with different rows (x, z, y, x_rec or regret); "
+            "remove the file that should not count:\n" + "\n".join(conflicts))
+    duplicates = pd.DataFrame(dropped_rows, columns=columns)
+    return frame.loc[~frame["spec_hash"].isin(set(duplicates["dropped"]))].reset_index(drop=True), duplicates
+
+
 def settings_json(spec: dict) -> str:
     """A cell's non-default settings as the analysis keys them (the ``options`` column): its
     algorithm options and, when it is not the default, its GP profile as ``gp``, canonical JSON.

@@ -45,10 +45,12 @@ from analysis.data import (
     BEST_FOUND,
     DEFAULT_FLOOR,
     NEGATIVE_TOLERANCE,
+    DuplicateCellError,
     NegativeRegretError,
     achieved,
     beaten_bounds,
     check_regret,
+    drop_duplicate_cells,
     final_rows,
     load_results,
     normalise,
@@ -183,11 +185,15 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR) -> dict
     n_cells = 0
     t_read = time.perf_counter() - started
     if not frame.empty:
+        frame, duplicates = drop_duplicate_cells(frame, metas)
+        if not duplicates.empty:
+            print(f"analysis.report: {len(duplicates)} cell(s) stored twice with identical rows are counted "
+                  "once (the report's Provenance lists them)", file=sys.stderr)
         frame = regret_against_best_found(normalise(frame))
         check_regret(frame)
         frame = with_log_regret(frame, floor)
         t_read = time.perf_counter() - started
-        n_cells = _bo_part(doc, results, out, frame, metas, floor, paths)
+        n_cells = _bo_part(doc, results, out, frame, metas, floor, paths, duplicates)
     if not timings.empty:
         n_cells += complexity_section(doc, timings, out, paths)
     paths["report.md"], paths["report.html"] = doc.write(out)
@@ -198,7 +204,7 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR) -> dict
 
 
 def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas: dict, floor: float,
-             paths: dict[str, Path]) -> int:
+             paths: dict[str, Path], duplicates: pd.DataFrame) -> int:
     """Figures, tables and the report's sections for the BO cells; returns the number of cells."""
     bands = band_table(frame)
     panels = assign_figures(bands)
@@ -209,6 +215,7 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     timing = timing_table(frame)
     ratios = ratio_table(timing)
     status = cell_status(results, metas)
+    status["duplicates"] = duplicates
     bounds = beaten_bounds(frame)
 
     bands_out = bands[["figure", *[c for c in bands.columns if c != "figure"]]]
@@ -414,6 +421,12 @@ def _document(doc, results, frame, summary, panels, claims, verdicts, timing, ra
         *[f"packages of {v} cells: {k}" for k, v in status["package_sets"].items()],
         f"analysis: git {env['git_commit']}, python {env['python']}, {json.dumps(env['packages'])}",
     ])
+    if not status["duplicates"].empty:
+        doc.heading("Cells stored twice", 3)
+        doc.para("These cells are stored under two spec hashes with identical rows (e.g. a cell run alone "
+                 "without --iterations, whose spec leaves T unset, and the grid's cell): each counts once, "
+                 "with the rows of the file 'kept'.")
+        doc.table(status["duplicates"])
     doc.heading("Failed cells", 3)
     doc.table(status["failed"], empty="No failure records.")
     doc.heading("Missing cells", 3)
@@ -495,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         build_report(args.results, out, args.floor)
-    except NegativeRegretError as error:
+    except (NegativeRegretError, DuplicateCellError) as error:  # the folder's data, not the command
         print(f"analysis.report: error: {error}", file=sys.stderr)
         return EXIT_NEGATIVE_REGRET
     except ValueError as error:

@@ -12,7 +12,7 @@ import pytest
 from analysis.report import main
 from harness.cell import CellSpec, run_cell
 from harness.grid import alpha_below_min_mass
-from harness.results import result_files
+from harness.results import cell_path, result_files
 from harness.store import write_cell, write_manifest
 
 PROBLEM = "branin-1-1-discrete"
@@ -154,3 +154,29 @@ def test_a_results_folder_the_report_cannot_write_into_is_one_line(tmp_path: Pat
             assert "--out DIR" in capsys.readouterr().err
         finally:
             results.chmod(0o755)
+
+
+def test_a_cell_stored_under_two_specs_counts_once(tmp_path: Path) -> None:
+    """A cell run alone without T (its spec leaves T unset) and the grid's cell with T set: two
+    hashes, the same run. The report counts the seed once and names the pair; rows that differ stop
+    it with exit 1."""
+    out = tmp_path / "results"
+    alone = CellSpec.make(PROBLEM, "random", 0)  # T unset: the problem's 60
+    grid = CellSpec.make(PROBLEM, "random", 0, 60)
+    other = CellSpec.make(PROBLEM, "random", 1, 60)
+    for spec in (alone, grid, other):
+        write_cell(out, spec, run_cell(spec))
+    assert len(result_files(out)) == 3
+    report = tmp_path / "report"
+    assert main([str(out), "--out", str(report)]) == 0
+    bands = pd.read_csv(report / "bands.csv")
+    assert set(bands["n_seeds"]) == {2}  # seeds 0 and 1, not 0 twice
+    text = (report / "report.md").read_text()
+    hashes = [cell_path(out, spec).stem.rsplit("-", 1)[-1] for spec in (grid, alone)]
+    assert "### Cells stored twice" in text
+    assert f"| {hashes[0]} | {hashes[1]} |" in text  # kept: the grid's (T set); dropped: the lone run's
+    # the same keys with different rows (another code version, say): which counts is the user's call
+    changed = run_cell(alone)
+    changed.rows[5]["y"] += 1.0
+    write_cell(out, alone, changed)
+    assert main([str(out), "--out", str(report)]) == 1
