@@ -43,6 +43,7 @@ from analysis.claims import (
 from analysis.complexity import EVALUATION_SUFFIX, median_table, slope_table, timing_points
 from analysis.data import (
     BEST_FOUND,
+    CELL_KEYS,
     DEFAULT_FLOOR,
     NEGATIVE_TOLERANCE,
     DuplicateCellError,
@@ -294,7 +295,8 @@ def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: d
 def _document(doc, results, frame, summary, panels, claims, verdicts, timing, ratios, status, figures,
               floor, bounds) -> None:
     env = analysis_environment()
-    n_cells = frame.groupby(["problem", "algorithm", "options", "alpha", "iterations", "seed"]).ngroups
+    # CELL_KEYS has the target: a CVaR cell and its VaR twin (same options and seed) are two cells
+    n_cells = frame.groupby(CELL_KEYS, dropna=False).ngroups
     grid = status["grid"] or status.get("grid_damaged") or "no _grid.json"
     doc.para(f"{n_cells} cells ({len(frame)} rows) from {results}. Grid: {grid}"
              f" ({status['n_grid_cells']} cells listed); completed {status['n_done']}, "

@@ -180,3 +180,18 @@ def test_a_cell_stored_under_two_specs_counts_once(tmp_path: Path) -> None:
     changed.rows[5]["y"] += 1.0
     write_cell(out, alone, changed)
     assert main([str(out), "--out", str(report)]) == 1
+
+
+def test_the_header_counts_a_cvar_cell_and_its_var_twin_as_two(tmp_path: Path) -> None:
+    """Same problem, algorithm, options and seed, two risk measures: two cells (two files, two
+    targets), not one, in the report's first line."""
+    out = tmp_path / "results"
+    specs = [CellSpec.make(PROBLEM, "random", seed, 2, risk=risk)
+             for risk in ("var", "cvar") for seed in (0, 1)]
+    for spec in specs:
+        write_cell(out, spec, run_cell(spec))
+    report = tmp_path / "report"
+    assert main([str(out), "--out", str(report)]) == 0
+    rows = _stored_rows(out)
+    assert len(rows) == 4 * 3 and set(rows["target"]) == {"var", "cvar"}
+    assert (report / "report.md").read_text().count(f"4 cells ({len(rows)} rows) from {out}.") == 1
