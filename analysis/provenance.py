@@ -37,7 +37,7 @@ def _alpha_text(alpha: float | None) -> str:
 
 def cell_status(out: Path, metas: dict[str, dict]) -> dict:
     """Completed, failed and missing cells of ``out``, each as a table grouped by (problem, algorithm,
-    alpha, iterations) with the seeds listed; and the versions and commits found in the files.
+    risk measure, alpha, iterations) with the seeds listed; and the versions and commits found in the files.
 
     ``metas``: the ``varbo`` metadata of every finished cell file by spec hash
     (:func:`analysis.data.load_results`)."""
@@ -58,13 +58,14 @@ def cell_status(out: Path, metas: dict[str, dict]) -> dict:
         except DamagedFileError as error:  # still a failure: counted, and named; the cell from its path
             stem = path.stem.split("-")[0].removeprefix("seed")
             record = {"spec": {"problem": path.parent.parent.name, "algorithm": path.parent.name,
-                               "alpha": None, "iterations": None,
+                               "risk": "?", "alpha": None, "iterations": None,
                                "seed": int(stem) if stem.isdigit() else -1},
                       "spec_hash": None, "message": str(error)}
         spec = record.get("spec", {})
         failed_hashes.add(record.get("spec_hash"))
         failed_rows.append({"problem": spec.get("problem"), "algorithm": spec.get("algorithm"),
-                            "alpha": _alpha_text(spec.get("alpha")), "iterations": spec.get("iterations"),
+                            "risk": spec.get("risk", "var"), "alpha": _alpha_text(spec.get("alpha")),
+                            "iterations": spec.get("iterations"),
                             "seed": spec.get("seed"), "message": record.get("message", "")})
     try:
         manifest = read_manifest(out)
@@ -80,7 +81,7 @@ def cell_status(out: Path, metas: dict[str, dict]) -> dict:
             h = spec_hash(spec)
             if h in done_hashes or h in failed_hashes:
                 continue
-            missing_rows.append({"problem": spec.problem, "algorithm": spec.algorithm,
+            missing_rows.append({"problem": spec.problem, "algorithm": spec.algorithm, "risk": spec.risk,
                                  "alpha": _alpha_text(spec.alpha), "iterations": spec.iterations,
                                  "seed": spec.seed, "reason": unavailable_reason(spec) or "not run yet"})
     return {"grid": grid_name, "grid_damaged": damaged, "n_grid_cells": n_grid, "n_done": len(metas),
@@ -91,12 +92,12 @@ def cell_status(out: Path, metas: dict[str, dict]) -> dict:
 
 
 def _grouped(rows: list[dict], extra: str) -> pd.DataFrame:
-    columns = ["problem", "algorithm", "alpha", "iterations", extra, "cells", "seeds"]
+    columns = ["problem", "algorithm", "risk", "alpha", "iterations", extra, "cells", "seeds"]
     if not rows:
         return pd.DataFrame(columns=columns)
     frame = pd.DataFrame(rows)
     frame["iterations"] = frame["iterations"].map(lambda t: "default" if pd.isna(t) else str(int(t)))
-    grouped = frame.groupby(["problem", "algorithm", "alpha", "iterations", extra], sort=False)
+    grouped = frame.groupby(["problem", "algorithm", "risk", "alpha", "iterations", extra], sort=False)
     table = grouped["seed"].agg(cells="size", seeds=lambda s: _seeds_text(list(s))).reset_index()
     return table[columns]
 

@@ -1,4 +1,5 @@
-"""``python -m harness.status DIR``: done / missing / failed / not available per (problem, algorithm).
+"""``python -m harness.status DIR``: done / missing / failed / not available per (problem, algorithm,
+risk measure, alpha).
 
 The cells expected are those of the last grid run into DIR (``DIR/_grid.json``), or of ``--grid``.
 Cells found in DIR but not in that grid (e.g. from an earlier ``--iterations``) are counted as
@@ -39,8 +40,8 @@ def _manifest(out: Path) -> tuple[str, list] | None:
 
 
 def status_table(out: Path, grid: str | None = None) -> list[dict]:
-    """One dict per (problem, algorithm, alpha): counts of done, missing, failed, not available and
-    other (cells in ``out`` outside the grid)."""
+    """One dict per (problem, algorithm, risk, alpha): counts of done, missing, failed, not available
+    and other (cells in ``out`` outside the grid; their risk measure and alpha are not read: "?")."""
     if grid is not None:
         specs = list(resolve_grid(grid).cells)
     else:
@@ -50,15 +51,15 @@ def status_table(out: Path, grid: str | None = None) -> list[dict]:
     rows: dict[tuple, Counter] = {}
     for spec, state in states.items():
         alpha = "default" if spec.alpha is None else f"{spec.alpha:.4g}"
-        rows.setdefault((spec.problem, spec.algorithm, alpha), Counter())[state] += 1
+        rows.setdefault((spec.problem, spec.algorithm, spec.risk, alpha), Counter())[state] += 1
     known = {spec_hash(s) for s in specs}
     for path in result_files(out):
         problem, algorithm = path.parent.parent.name, path.parent.name
         if path.stem.rsplit("-", 1)[-1] not in known:
-            rows.setdefault((problem, algorithm, "?"), Counter())["other"] += 1
-    return [{"problem": p, "algorithm": a, "alpha": al, "done": c["done"], "missing": c["missing"],
+            rows.setdefault((problem, algorithm, "?", "?"), Counter())["other"] += 1
+    return [{"problem": p, "algorithm": a, "risk": r, "alpha": al, "done": c["done"], "missing": c["missing"],
              "failed": c["failed"], "not available": c["not available"], "other": c["other"]}
-            for (p, a, al), c in rows.items()]
+            for (p, a, r, al), c in rows.items()]
 
 
 #: A progress file older than this is said to be stale (its grid may have been killed).
@@ -113,12 +114,12 @@ def main(argv: list[str] | None = None) -> int:
         read_manifest(args.out)
     except DamagedFileError as error:
         print(f"ignored {error} (cells counted without it; the next grid run rewrites it)")
-    columns = ["problem", "algorithm", "alpha", "done", "missing", "failed", "not available", "other"]
+    columns = ["problem", "algorithm", "risk", "alpha", "done", "missing", "failed", "not available", "other"]
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) if rows else len(c) for c in columns}
     print("  ".join(c.ljust(widths[c]) for c in columns))
     for row in rows:
         print("  ".join(str(row[c]).ljust(widths[c]) for c in columns))
-    totals = {c: sum(r[c] for r in rows) for c in columns[3:]}
+    totals = {c: sum(r[c] for r in rows) for c in columns[4:]}
     print("total: " + ", ".join(f"{v} {k}" for k, v in totals.items()))
     for line in running_lines(args.out):
         print(line)

@@ -13,6 +13,7 @@ from analysis.report import main
 from harness.cell import CellSpec, run_cell
 from harness.grid import alpha_below_min_mass
 from harness.results import cell_path, result_files
+from harness.status import status_table
 from harness.store import write_cell, write_manifest
 
 PROBLEM = "branin-1-1-discrete"
@@ -99,7 +100,7 @@ def test_report_files_and_numbers(results: Path, tmp_path: Path) -> None:
     assert set(claims.loc[claims.claim.isin(["C4", "C5"]), "verdict"]) == {"not run"}
     report = (out / "report.md").read_text()
     assert "random" in report  # an extra algorithm is drawn, not dropped
-    missing = "| branin-1-1-discrete | vucb-prob | default | 2 | not run yet | 1 | 2 |"
+    missing = "| branin-1-1-discrete | vucb-prob | var | default | 2 | not run yet | 1 | 2 |"
     assert missing in report  # the planned cell never run
 
 
@@ -182,16 +183,24 @@ def test_a_cell_stored_under_two_specs_counts_once(tmp_path: Path) -> None:
     assert main([str(out), "--out", str(report)]) == 1
 
 
-def test_the_header_counts_a_cvar_cell_and_its_var_twin_as_two(tmp_path: Path) -> None:
+def test_a_cvar_cell_and_its_var_twin_are_two_cells(tmp_path: Path) -> None:
     """Same problem, algorithm, options and seed, two risk measures: two cells (two files, two
-    targets), not one, in the report's first line."""
+    targets), not one, in the report's first line, its table of missing cells and
+    ``harness.status``'s table."""
     out = tmp_path / "results"
     specs = [CellSpec.make(PROBLEM, "random", seed, 2, risk=risk)
              for risk in ("var", "cvar") for seed in (0, 1)]
+    missing = CellSpec.make(PROBLEM, "random", 2, 2, risk="cvar")
+    write_manifest(out, "test", [*specs, missing])
     for spec in specs:
         write_cell(out, spec, run_cell(spec))
+    status = {(r["risk"], r["alpha"]): r for r in status_table(out)}
+    assert len(status) == 2 and status["var", "default"]["done"] == 2
+    assert (status["cvar", "default"]["done"], status["cvar", "default"]["missing"]) == (2, 1)
     report = tmp_path / "report"
     assert main([str(out), "--out", str(report)]) == 0
     rows = _stored_rows(out)
     assert len(rows) == 4 * 3 and set(rows["target"]) == {"var", "cvar"}
-    assert (report / "report.md").read_text().count(f"4 cells ({len(rows)} rows) from {out}.") == 1
+    text = (report / "report.md").read_text()
+    assert text.count(f"4 cells ({len(rows)} rows) from {out}.") == 1
+    assert "| branin-1-1-discrete | random | cvar | default | 2 | not run yet | 1 | 2 |" in text
