@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
@@ -51,6 +52,14 @@ def test_smoke_grid_end_to_end(tmp_path: Path) -> None:
                             text=True)
     assert status.returncode == 0
     assert f"total: {len(cells)} done, 0 missing, 0 failed" in status.stdout
+    # ... and through the report: every problem has a CVaR series in its tables, and the CVaR figures
+    report = subprocess.run([sys.executable, "-m", "analysis.report", str(out), "--out",
+                             str(tmp_path / "report")], capture_output=True, text=True, timeout=600)
+    assert report.returncode == 0, report.stderr[-2000:]
+    final = pd.read_csv(tmp_path / "report" / "final_table.csv")
+    assert set(final.loc[final["target"] == "cvar", "problem"]) == {c.problem for c in cells}
+    for stem in ("fig_cvar_discrete", "fig_cvar_continuous", "fig_cvar_simulated"):
+        assert (tmp_path / "report" / f"{stem}.png").stat().st_size > 1000
 
 
 KILL_GRID = """seeds = 4
