@@ -114,12 +114,13 @@ def main(argv: list[str] | None = None) -> int:
         read_manifest(args.out)
     except DamagedFileError as error:
         print(f"ignored {error} (cells counted without it; the next grid run rewrites it)")
-    columns = ["problem", "algorithm", "risk", "alpha", "done", "missing", "failed", "not available", "other"]
+    counts = ["done", "missing", "failed", "not available", "other"]
+    columns = ["problem", "algorithm", "risk", "alpha", *counts]
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) if rows else len(c) for c in columns}
     print("  ".join(c.ljust(widths[c]) for c in columns))
     for row in rows:
         print("  ".join(str(row[c]).ljust(widths[c]) for c in columns))
-    totals = {c: sum(r[c] for r in rows) for c in columns[4:]}
+    totals = {c: sum(r[c] for r in rows) for c in counts}
     print("total: " + ", ".join(f"{v} {k}" for k, v in totals.items()))
     for line in running_lines(args.out):
         print(line)
