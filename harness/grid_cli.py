@@ -87,6 +87,9 @@ def add_grid_options(container: argparse._ActionsContainer) -> None:
     container.add_argument("--retry-failed", action="store_true", help="rerun only the failed cells")
     container.add_argument("--force", action="store_true", help="recompute finished cells too")
     container.add_argument("--no-progress", action="store_true", help="no progress bar")
+    container.add_argument("--no-checkpoints", action="store_true",
+                           help="keep no checkpoints: an interrupted cell reruns from its start, so that "
+                                "no row depends on where a run was interrupted (a published run)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -426,7 +429,8 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
     if to_run:
         from harness.ray_runner import run_cells
 
-        outcome = run_cells(to_run, out, costs, args.max_in_flight, progress=not args.no_progress)
+        outcome = run_cells(to_run, out, costs, args.max_in_flight, progress=not args.no_progress,
+                            checkpoints=not args.no_checkpoints)
         ran = len(outcome.done) + len(outcome.failed)
         cpus = _cpus_used()
         # CPU-seconds not spent inside cells (imports, scheduling, writing, idle tail), per cell

@@ -147,7 +147,7 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], checkpoint
                 "host": socket.gethostname(), "pid": os.getpid(),
                 "seconds": time.perf_counter() - start}
     return {"ok": True, "result": result, "seconds": time.perf_counter() - start,
-            "resumed_at": resumed_at}
+            "resumed_at": resumed_at, "host": socket.gethostname(), "pid": os.getpid()}
 
 
 #: Times the driver resubmits a cell whose worker process or node died (a spot node reclaimed, the
@@ -532,7 +532,9 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                 outcome.cell_s += reply.get("seconds") or 0.0
                 if reply["ok"]:
                     try:  # a store that refuses this file (permissions, a full disk) fails this cell
-                        write_cell(out, spec, reply["result"], info)
+                        # per cell: where it ran, and after which iteration it resumed (None: whole)
+                        write_cell(out, spec, reply["result"],
+                                   info | {"host": reply.get("host"), "resumed_at": reply.get("resumed_at")})
                     except Exception as error:
                         reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
                         reply = {**reply, "ok": False, "traceback": traceback.format_exc(),

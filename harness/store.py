@@ -6,6 +6,7 @@ and the clean-up of stale temporaries. Where files live and how they are read is
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -38,8 +39,32 @@ from harness.results import (
 from harness.spec import CellResult, CellSpec
 
 
+def installed_distributions() -> list[str]:
+    """Every distribution installed in this environment as ``name==version`` lines, sorted by
+    normalized name, this project itself left out (it is the code, recorded by its commit). The
+    lines of a pip constraints file: ``pip install -c FILE -e .`` rebuilds the environment."""
+    pins: dict[str, str] = {}
+    for dist in importlib_metadata.distributions():
+        name = dist.metadata["Name"]
+        if not name:
+            continue
+        key = name.lower().replace("_", "-").replace(".", "-")
+        if key != "varbo-bench":
+            pins[key] = f"{key}=={dist.version}"
+    return [pins[key] for key in sorted(pins)]
+
+
+def environment_digest(lines: list[str] | None = None) -> str:
+    """A short SHA-256 of :func:`installed_distributions` (or of ``lines``): two cells with one
+    digest ran under the same versions of everything installed."""
+    text = "\n".join(installed_distributions() if lines is None else lines)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def provenance() -> dict:
-    """Package versions and the git commit of this checkout (None outside a git checkout)."""
+    """Package versions, the digest of every installed distribution's version
+    (:func:`environment_digest`) and the git commit of this checkout (None outside a git checkout).
+    The grid adds, per cell, the host that ran it and whether it resumed from a checkpoint."""
     versions = {}
     for package in ("torch", "botorch", "gpytorch", "numpy", "scipy", "pyarrow", "pandas", "ray"):
         try:
@@ -52,7 +77,8 @@ def provenance() -> dict:
             text=True, timeout=5, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         commit = None
-    return {"python": platform.python_version(), "packages": versions, "git_commit": commit}
+    return {"python": platform.python_version(), "platform": platform.platform(), "packages": versions,
+            "environment": environment_digest(), "git_commit": commit}
 
 
 def to_table(result: CellResult, extra_metadata: dict | None = None) -> pa.Table:
@@ -88,15 +114,19 @@ def _write_whole(path: Location, write: Callable[[BinaryIO], object]) -> None:
 
 def write_atomic(table: pa.Table, path: Location) -> None:
     """Write ``table`` to ``path`` as Parquet, whole or not at all (:func:`_write_whole`)."""
-    _write_whole(path, lambda stream: pq.write_table(table, stream))
+    # zstd: about half the size of the default snappy, read as fast (the published reproduction is
+    # committed, 510 cells)
+    _write_whole(path, lambda stream: pq.write_table(table, stream, compression="zstd"))
 
 
 def write_cell(out: Location | str, spec: CellSpec, result: CellResult,
                provenance_info: dict | None = None) -> Location:
     """Write one finished cell under ``out``; returns its path. ``provenance_info`` defaults to
-    :func:`provenance` (a grid computes it once and passes it)."""
+    :func:`provenance` with this host and ``resumed_at`` None, a whole run in this process (a grid
+    computes the shared part once and adds each cell's host and resume point)."""
     path = cell_path(out, spec)
-    info = provenance() if provenance_info is None else provenance_info
+    info = (provenance() | {"host": socket.gethostname(), "resumed_at": None}
+            if provenance_info is None else provenance_info)
     write_atomic(to_table(result, {"provenance": info}), path)
     return path
 
