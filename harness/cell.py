@@ -25,6 +25,8 @@ rho-KG^apx, a few per V-UCB cell); ``run_cell(spec, checkpoint=those bytes)`` re
 iteration and gives the same rows as an uninterrupted run (timings aside). Where the bytes are kept
 is the caller's business (the grid keeps them in its results store); run_cell does no I/O.
 
+The cell runs on one torch thread (and restores the caller's count after): torch sums a large
+reduction in one chunk per thread, so the rows would depend on the caller's thread count.
 The cell runs with torch's default dtype set to float64 (and restored after): a tensor or module
 created without an explicit dtype somewhere below (e.g. GP hyperparameters set before the model is
 cast to float64) would otherwise give rows that depend on the caller's default, and a cell's rows
@@ -46,7 +48,7 @@ from algorithms.gp import fit_gp, gp_profile, hyperparameters, make_gp
 from harness.complexity import run_timing_cell
 from harness.spec import CELL_KINDS, CellResult, CellSpec
 from problems import DiscreteZ, get_problem
-from problems.float64 import default_float64
+from problems.float64 import default_float64, torch_threads
 from problems.seeding import derive_seed, generator
 
 __all__ = ["CELL_KINDS", "CHECKPOINT_EVERY_S", "CellResult", "CellSpec", "checkpoint_iteration",
@@ -80,7 +82,7 @@ CHECKPOINT_EVERY_S = 5.0
 
 def run_cell(spec: CellSpec, checkpoint: bytes | None = None,
              on_checkpoint: Callable[[bytes, int], None] | None = None,
-             checkpoint_every_s: float = CHECKPOINT_EVERY_S) -> CellResult:
+             checkpoint_every_s: float = CHECKPOINT_EVERY_S, threads: int = 1) -> CellResult:
     """Run one cell; see the module docstring. Raises on bad names or options. A timing cell
     (``spec.kind == "timing"``) is handed to :func:`harness.complexity.run_timing_cell` (it has no
     iterations, so no checkpoints).
@@ -91,10 +93,13 @@ def run_cell(spec: CellSpec, checkpoint: bytes | None = None,
         on_checkpoint: called with (bytes, last finished iteration) after an iteration, when at
             least ``checkpoint_every_s`` seconds passed since the last call (and never after the
             last iteration: the result is what counts then).
+        threads: torch threads during the cell (restored after). A cell's rows are defined at one,
+            as the grid runs them; another count can change them in the last bits, which grow
+            (:func:`problems.float64.torch_threads`).
     """
     if spec.kind == "timing":
         return run_timing_cell(spec)
-    with default_float64():
+    with default_float64(), torch_threads(threads):
         return _run_cell(spec, checkpoint, on_checkpoint, checkpoint_every_s)
 
 

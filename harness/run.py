@@ -41,8 +41,6 @@ import math
 import textwrap
 import time
 
-import torch
-
 from algorithms import ALGORITHMS, algorithm_factory, build_algorithm
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
 from harness.catalog import describe
@@ -120,7 +118,8 @@ def add_cell_arguments(container: argparse._ActionsContainer) -> None:
     container.add_argument("--out", default="results/single", metavar="DIR",
                            help="results folder (default results/single)")
     container.add_argument("--threads", type=int, default=1, metavar="N",
-                           help="torch threads (default 1, as in the grid, so results match it)")
+                           help="torch threads (default 1, as in the grid; a cell's rows are defined at "
+                                "1 thread, and another count can change them in the last bits)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -227,10 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print(f"harness.run: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    torch.set_num_threads(args.threads)
     start = time.perf_counter()
     try:
-        result = run_cell(spec)
+        result = run_cell(spec, threads=args.threads)
     except Exception as error:  # a failed run: one line, nothing written (grids record tracebacks)
         text = str(error).splitlines()[0] if str(error) else ""
         print(f"harness.run: error: the cell failed: {type(error).__name__}: {text}", file=sys.stderr)

@@ -23,3 +23,21 @@ def default_float64() -> Iterator[None]:
         yield
     finally:
         torch.set_default_dtype(previous)
+
+
+@contextlib.contextmanager
+def torch_threads(n: int = 1) -> Iterator[None]:
+    """Run the block with ``n`` torch intra-op threads, and restore the previous count after.
+
+    A cell's rows depend on the thread count, not only on its spec: torch splits large reductions
+    into one chunk per thread, so their sums round differently (goldstein-1-1-discrete/vucb-prob/
+    seed1 at 1 and 2 threads: the same x to 13 digits at iteration 17, then apart). Cells are
+    defined at one thread, as the grid's workers run them; :func:`harness.cell.run_cell` pins it,
+    so a test process, a resume and ``harness.verify`` give a worker's rows.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
