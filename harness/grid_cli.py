@@ -3,7 +3,9 @@
 Bad input (an unknown grid or name, a malformed grid file, a bad option, an ``--only`` that matches
 nothing, an ``--out`` that cannot be written) prints one line on stderr and exits with code 2 before
 Ray starts or anything is written. Exit codes otherwise: 0 when every available cell of the grid is
-finished, 1 when some cell of the grid has a failure record, 130 after Ctrl-C.
+finished, 1 when some cell of the grid has a failure record or some cell of this run ended neither
+written nor recorded as failed (counted from what happened, not only from the files), or a local Ray
+cannot start; 130 after Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import socket
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from algorithms.gp import GP_PROFILES
@@ -33,6 +36,7 @@ from harness.grid import (
     unavailable_reason,
     with_overrides,
 )
+from harness.procs import process_alive, process_start
 from harness.results import (
     Location,
     cell_path,
@@ -257,29 +261,6 @@ def _list() -> int:
     return 0
 
 
-def process_start(pid: int) -> str | None:
-    """When process ``pid`` started (clock ticks since boot, Linux ``/proc``), or None where that
-    cannot be read: with the pid it names one process, not whichever later reuses the number."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[19]  # field 22; the command name may hold spaces
-    except (OSError, IndexError):
-        return None
-
-
-def _holder_alive(pid: int, started: str | None) -> bool:
-    """Whether the process that wrote a lock still runs: its pid answers (another user's process
-    answers with PermissionError: alive) and, where the lock recorded it, it started when the
-    lock's writer did (a reused pid is another process)."""
-    try:
-        os.kill(pid, 0)
-    except PermissionError:
-        pass
-    except OSError:
-        return False
-    return started is None or process_start(pid) in (None, started)
-
-
 @contextlib.contextmanager
 def _lock(out: Location) -> Iterator[None]:
     """One driver per results folder: a second one would run the same cells twice. The lock is
@@ -315,7 +296,7 @@ def _lock(out: Location) -> Iterator[None]:
         if other_host != host:
             raise UsageError(f"a grid run on host {other_host} (pid {pid}) holds {out}; remove {path} "
                              "if it has ended")
-        if pid > 0 and pid != os.getpid() and _holder_alive(pid, started):
+        if pid > 0 and pid != os.getpid() and process_alive(pid, started):
             raise UsageError(f"another grid run (pid {pid}) is writing to {out}; remove {path} if not")
         with contextlib.suppress(OSError):  # stale: its driver died
             path.unlink()
@@ -341,6 +322,39 @@ def main(argv: list[str]) -> int:
         print(f"harness.run: error: {error}", file=sys.stderr)
         return EXIT_USAGE
 
+    if args.dry_run:  # reads only: no lock
+        _dry_run(args, cells, out, _plan(args, grid, cells, out))
+        return 0
+    _terminate_as_interrupt()
+    try:
+        # the plan is made under the lock: a driver that is finishing as this one starts has written
+        # its last cells by the time this one holds the lock, so they are not run twice
+        with _lock(out):
+            plan = _plan(args, grid, cells, out)
+            return _run(args, grid, cells, plan.to_run, plan.costs, out, plan.estimate)
+    except UsageError as error:
+        print(f"harness.run: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:  # before or after the task loop (which handles its own)
+        print("interrupted; the same command resumes", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+@dataclass
+class Plan:
+    """What a grid run will do: each cell's state on disk, the cells to run and their estimated
+    seconds, and the estimate as text."""
+
+    states: dict[CellSpec, str]
+    to_run: list[CellSpec]
+    costs: list[float]
+    estimate: str
+    rates: dict
+
+
+def _plan(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], out: Location) -> Plan:
+    """Classify the cells on disk, choose those to run (missing; failed with --retry-failed; all
+    available with --force), estimate their cost, and print the grid's head lines."""
     states = classify(cells, out)
     if args.retry_failed:
         to_run = [c for c in cells if states[c] == "failed"]
@@ -362,33 +376,25 @@ def main(argv: list[str]) -> int:
     if not args.address:  # a cluster's size is known only once joined
         cpus = args.num_cpus or os.cpu_count() or 1
         estimate += f", {_duration(sum(costs) / cpus)} on {cpus} CPUs"
-    if args.dry_run:
-        cost = dict(zip(to_run, costs, strict=True))
-        shown = {spec: "to run" if spec in cost else states[spec] for spec in cells}
-        if args.verbose:
-            for spec in cells:
-                seconds = f"  ~{cost[spec]:.0f} s" if spec in cost else ""
-                print(f"  {shown[spec]:13s} {cell_label(spec)}{seconds}")
-        print_groups(cells, shown, cost)
-        if rates:
-            print(f"cost: the measured seconds per iteration of the finished cells in {out} for "
-                  f"{len(rates)} (problem, algorithm) pair(s), the built-in table for the rest")
-        print(f"to run: {len(to_run)} cells, {estimate} (estimate)")
-        return 0
-    if counts["failed"] and not args.retry_failed and not args.force:
+    if counts["failed"] and not args.retry_failed and not args.force and not args.dry_run:
         print(f"{counts['failed']} failed cells are skipped (--retry-failed reruns them; "
               f"python -m harness.status {out} shows why)")
+    return Plan(states, to_run, costs, estimate, rates)
 
-    _terminate_as_interrupt()
-    try:
-        with _lock(out):
-            return _run(args, grid, cells, to_run, costs, out, estimate)
-    except UsageError as error:
-        print(f"harness.run: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:  # before or after the task loop (which handles its own)
-        print("interrupted; the same command resumes", file=sys.stderr)
-        return EXIT_INTERRUPTED
+
+def _dry_run(args: argparse.Namespace, cells: list[CellSpec], out: Location, plan: Plan) -> None:
+    """Print what a run would do: per group (and with --verbose per cell) the state and estimate."""
+    cost = dict(zip(plan.to_run, plan.costs, strict=True))
+    shown = {spec: "to run" if spec in cost else plan.states[spec] for spec in cells}
+    if args.verbose:
+        for spec in cells:
+            seconds = f"  ~{cost[spec]:.0f} s" if spec in cost else ""
+            print(f"  {shown[spec]:13s} {cell_label(spec)}{seconds}")
+    print_groups(cells, shown, cost)
+    if plan.rates:
+        print(f"cost: the measured seconds per iteration of the finished cells in {out} for "
+              f"{len(plan.rates)} (problem, algorithm) pair(s), the built-in table for the rest")
+    print(f"to run: {len(plan.to_run)} cells, {plan.estimate} (estimate)")
 
 
 def _interrupt_on_terminate(signum: int, frame: object) -> None:
@@ -410,9 +416,12 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
         print(f"running {len(to_run)} cells, {estimate} (estimate)")
         try:
             ray_start = start_ray(args.address, args.num_cpus)
-        except (ConnectionError, RuntimeError, ValueError) as error:
-            where = f"join the Ray cluster at {args.address}" if args.address else "start a local Ray"
-            raise UsageError(f"cannot {where}: {str(error).strip().splitlines()[0]}") from None
+        except Exception as error:  # any reason (an OSError too): one line, nothing written
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            if args.address:  # the address the user gave answers nothing: bad input, exit 2
+                raise UsageError(f"cannot join the Ray cluster at {args.address}: {reason}") from None
+            print(f"harness.run: error: cannot start a local Ray: {reason}", file=sys.stderr)
+            return EXIT_FAILED
         _terminate_as_interrupt()  # again: Ray's own handler would abort the driver with a C++ trace
         if args.address:  # joining takes no measurable time; what matters is what was joined
             print(f"joined the Ray cluster at {args.address} ({_cpus_used()} CPUs)")
@@ -454,8 +463,15 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
     if interrupted:
         print("interrupted: the same command resumes")
         return EXIT_INTERRUPTED
-    if failed:
-        print(f"failed cells: python -m harness.status {out} (details in {out / '_failed'})")
+    # the exit code counts what happened as well as what is on disk: a cell that failed here but
+    # whose failure record could not be written (a read-only folder) is on disk as merely missing
+    unaccounted = [c for c in to_run if states[c] not in ("done", "failed")]
+    if failed or unaccounted or (to_run and outcome.failed):
+        if unaccounted:
+            print(f"{len(unaccounted)} cell(s) of this run are neither written nor recorded as failed "
+                  f"(their files could not be written?); the same command reruns them")
+        if failed:
+            print(f"failed cells: python -m harness.status {out} (details in {out / '_failed'})")
         return EXIT_FAILED
     return 0
 

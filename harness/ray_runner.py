@@ -345,6 +345,8 @@ class Eta:
 
 #: Seconds between rewrites of ``_progress.json`` (``harness.status`` reads it).
 PROGRESS_EVERY_S = 5.0
+#: The progress file is rewritten at least this often while the grid runs (a heartbeat).
+HEARTBEAT_S = 30.0
 #: Running cells named on the progress line (all of them are in ``harness.status``).
 PROGRESS_CELLS = 2
 
@@ -440,7 +442,10 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                     "seconds": round(now - eta.started[spec], 1) if spec in eta.started else None}
                    for spec in list(in_flight.values())[:cpus] if spec in total_iterations]
         state = [(r["cell"], r["iteration"]) for r in running]
-        if state == progress_written[1] or now - progress_written[0] < PROGRESS_EVERY_S:
+        since = now - progress_written[0]
+        # rewritten when the cells moved (at most every PROGRESS_EVERY_S), and at least every
+        # HEARTBEAT_S whatever they did: its age then tells a hung driver from a busy one
+        if since < PROGRESS_EVERY_S or (state == progress_written[1] and since < HEARTBEAT_S):
             return
         with contextlib.suppress(Exception):
             write_progress(out, running)

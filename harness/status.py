@@ -10,6 +10,7 @@ rewritten by the grid's driver every few seconds).
 
 from __future__ import annotations
 
+import socket
 import sys
 import time
 from collections import Counter
@@ -18,6 +19,7 @@ from pathlib import Path
 from harness.cli import EXIT_USAGE, Parser, UsageError, out_location
 from harness.grid import GridError, cell_label, resolve_grid
 from harness.grid_cli import classify
+from harness.procs import process_alive
 from harness.results import (
     DamagedFileError,
     failure_files,
@@ -62,24 +64,40 @@ def status_table(out: Path, grid: str | None = None) -> list[dict]:
             for (p, a, r, al), c in rows.items()]
 
 
-#: A progress file older than this is said to be stale (its grid may have been killed).
+#: A progress file older than this is said to be stale: its driver rewrites it at least every
+#: :data:`harness.ray_runner.HEARTBEAT_S` (30 s) while it runs.
 STALE_PROGRESS_S = 600.0
+
+
+def _driver_state(progress: dict, age: float) -> str:
+    """How the driver that wrote ``progress`` is: gone (its pid, with its start time, no longer runs on
+    this host), or running; "stale" where nothing was written for :data:`STALE_PROGRESS_S` (a
+    driver on another host, which cannot be checked from here, or a live one that hangs)."""
+    pid, host = progress.get("pid"), progress.get("host")
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(progress.get("updated", 0))))
+    here = host == socket.gethostname() and isinstance(pid, int)
+    if here and not process_alive(pid, progress.get("started")):
+        return (f"stopped (driver gone: pid {pid} on {host} no longer runs; last progress at {when}, "
+                f"{age:.0f} s ago); the same command resumes. These cells were running")
+    head = (f"running ({len(progress['running'])} cells, as of {age:.0f} s ago; grid driver pid {pid} "
+            f"on {host})")
+    if age > STALE_PROGRESS_S:
+        head += (f": stale, no progress since {when}: " + ("its driver is alive but may hang" if here else
+                 "its grid may have stopped without cleaning up (the next grid run into this folder "
+                 "rewrites it)"))
+    return head
 
 
 def running_lines(out: Path, now: float | None = None) -> list[str]:
     """The running cells of the grid writing into ``out`` (``_progress.json``), one line each, under
-    a line saying how old the record is; empty when no grid is writing there."""
+    a line saying whether its driver runs and how old the record is; empty when no grid is writing
+    there."""
     progress = read_progress(out)
     if progress is None:
         return []
     now = time.time() if now is None else now
     age = max(0.0, now - float(progress.get("updated", now)))
-    head = (f"running ({len(progress['running'])} cells, as of {age:.0f} s ago; grid driver pid "
-            f"{progress.get('pid')} on {progress.get('host')})")
-    if age > STALE_PROGRESS_S:
-        head += (": stale, its grid may have stopped without cleaning up (the next grid run into "
-                 "this folder rewrites it)")
-    lines = [head + ":"]
+    lines = [_driver_state(progress, age) + ":"]
     width = max((len(r["cell"]) for r in progress["running"]), default=0)
     for r in progress["running"]:
         done = "?" if r.get("iteration") is None else r["iteration"]

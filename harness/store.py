@@ -22,6 +22,7 @@ from typing import BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harness.procs import process_start
 from harness.results import (
     CHECKPOINT_DIR,
     FAILED_DIR,
@@ -229,8 +230,11 @@ def remove_stale_temporaries(out: Location | str) -> int:
 
 
 def write_progress(out: Location | str, running: list[dict]) -> None:
-    """Record the running cells' progress (:func:`harness.results.read_progress`), atomically."""
-    data = {"updated": time.time(), "host": socket.gethostname(), "pid": os.getpid(), "running": running}
+    """Record the running cells' progress (:func:`harness.results.read_progress`), atomically, with
+    the driver's host, pid and process start (so that ``harness.status`` can tell a live driver from
+    a dead one)."""
+    data = {"updated": time.time(), "host": socket.gethostname(), "pid": os.getpid(),
+            "started": process_start(os.getpid()), "running": running}
     _write_text_atomic(json.dumps(data, indent=1), location(out) / PROGRESS)
 
 

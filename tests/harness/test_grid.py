@@ -297,7 +297,7 @@ def test_an_unreachable_cluster_is_one_line_exit_2(tmp_path: Path, capsys: pytes
 
 def test_the_lock_is_judged_by_its_holders_pid_and_start_time(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture) -> None:
-    from harness.grid_cli import process_start
+    from harness.procs import process_start
 
     out = tmp_path / "out"
     out.mkdir()
