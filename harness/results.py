@@ -193,8 +193,9 @@ def failure_path(out: Location | str, spec: CellSpec) -> Location:
 
 
 class DamagedFileError(ValueError):
-    """A bookkeeping file of the store (the grid manifest, a failure record) that cannot be read as
-    what it should be; the message names the file and what is wrong."""
+    """A file of the store (the grid manifest, a failure record, a cell file given to
+    :func:`read_cell`) that cannot be read as what it should be; the message names the file and what
+    is wrong."""
 
 
 def _json_file(path: Location) -> object:
@@ -308,6 +309,23 @@ def _scan(out: Location | str) -> tuple[list[tuple[Location, dict]], list[tuple[
         else:
             bad.append((path, reason))
     return good, bad
+
+
+def cell_files(out: Location | str) -> tuple[list[tuple[Location, dict]], list[tuple[Location, str]]]:
+    """In one pass: every finished cell file under ``out`` with its ``varbo`` metadata (the files of
+    :func:`result_files`), and every refused ``*.parquet`` file with the reason (:func:`invalid_files`)."""
+    return _scan(out)
+
+
+def read_cell(path: Location) -> tuple[dict, pa.Table]:
+    """One cell file: its ``varbo`` metadata and its rows, with its kind's schema (a BO file of an
+    older schema with the columns it lacks null); :class:`DamagedFileError` with the reason if
+    :func:`check_cell_file` refuses it."""
+    reason, meta = _check(path)
+    if reason is not None:
+        raise DamagedFileError(f"{path} cannot be read as a cell file: {reason}")
+    kind = meta["spec"].get("kind", "bo")
+    return meta, _read_table(path, SCHEMAS[kind]).replace_schema_metadata(None)
 
 
 def result_files(out: Location | str) -> list[Location]:

@@ -1,0 +1,385 @@
+"""``python -m harness.verify FOLDER``: rerun cells of a results folder here and say whether their
+rows are bit-identical to the stored ones.
+
+    python -m harness.verify FOLDER [--sample N] [--cell LABEL_OR_PATTERN ...] [--seed S]
+
+It picks ``--sample N`` BO cells of FOLDER at random (seeded by ``--seed`` through
+:func:`problems.seeding.generator`, so the same folder gives the same sample), or the cells whose
+label matches a ``--cell`` (the syntax of ``harness.run --only``: a glob if it has ``*?[``, else a
+substring; with ``--sample`` too, N of those), reruns each with :func:`harness.cell.run_cell` in this
+process on one torch thread, as the grid does, and compares the columns x, z, y, x_rec and regret of
+every row exactly (floats bit for bit, lists element-wise). Timing cells are left out: their rows
+are times.
+
+First it compares versions: those pinned in ``FOLDER/constraints.txt`` (pip constraints) with what
+is installed here, or, without that file, those each cell recorded in its provenance. Rows are
+bit-identical only under the same versions; a difference is a warning, not an error.
+
+Exit codes: 0 every cell identical; 1 a cell differs or could not be rerun; 2 bad input (one line
+on stderr); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+
+def _interrupted(*_: object) -> None:
+    """Ctrl-C while torch loads: one line and exit 130 (as ``harness.run``; nothing is open)."""
+    print("harness.verify: interrupted", file=sys.stderr, flush=True)
+    os._exit(130)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, _interrupted)
+
+import math
+import struct
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import torch
+
+from harness.cell import run_cell
+from harness.cli import EXIT_USAGE, Parser, UsageError, out_location
+from harness.grid import cell_label, select
+from harness.results import DamagedFileError, Location, cell_files, read_cell, spec_from_dict
+from harness.spec import CellSpec
+from harness.store import installed_distributions
+from problems.seeding import generator
+
+PROG = "python -m harness.verify"
+EXIT_DIFFERS = 1
+EXIT_INTERRUPTED = 130
+#: The columns compared, bit for bit.
+COLUMNS = ("x", "z", "y", "x_rec", "regret")
+#: Cells rerun when neither --sample nor --cell is given.
+DEFAULT_SAMPLE = 3
+CONSTRAINTS = "constraints.txt"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A cell file of the folder: where it is, its spec and its ``varbo`` metadata."""
+
+    path: Location
+    spec: CellSpec
+    meta: dict
+
+    @property
+    def label(self) -> str:
+        return cell_label(self.spec)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A rerun cell's verdict: identical or not, its line, and where it first differs."""
+
+    cell: Cell
+    identical: bool
+    line: str
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The first value that differs: its iteration (row), column, stored and rerun values."""
+
+    iteration: object
+    column: str
+    stored: object
+    rerun: object
+
+
+# ---------------------------------------------------------------------------------------------------
+# the folder's cells and the choice among them
+
+
+def folder_cells(folder: Location) -> list[Cell]:
+    """Every cell file of ``folder``, sorted by label; :class:`UsageError` if it is not a folder or
+    holds none, :class:`DamagedFileError` if a ``*.parquet`` file in it is not a readable cell file."""
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is not a folder")
+    good, bad = cell_files(folder)
+    if bad:
+        path, reason = bad[0]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise DamagedFileError(f"{path} is not a readable cell file: {reason}{more}")
+    if not good:
+        raise UsageError(f"{folder} holds no cell files (python -m harness.run --grid NAME --out FOLDER "
+                         "writes them)")
+    cells = [Cell(path, spec_from_dict(meta["spec"]), meta) for path, meta in good]
+    return sorted(cells, key=lambda c: (c.label, str(c.path)))
+
+
+def sample(cells: list[Cell], n: int, seed: int) -> list[Cell]:
+    """``n`` of ``cells`` (all if there are fewer) drawn with the generator of ("harness.verify",
+    ``seed``), kept in the order of ``cells``: the same folder and seed give the same sample."""
+    if n >= len(cells):
+        return list(cells)
+    order = torch.randperm(len(cells), generator=generator("harness.verify", seed))
+    return [cells[i] for i in sorted(order[:n].tolist())]
+
+
+def choose(folder: Location, cells: list[Cell], patterns: list[str], n: int | None,
+           seed: int) -> tuple[list[Cell], list[Cell]]:
+    """The BO cells of ``folder`` to rerun and the timing cells that were asked for (by a pattern)
+    but are left out. Each pattern must match a cell (:class:`UsageError`); ``n`` draws among the
+    matches (all of them when ``n`` is None and patterns are given, :data:`DEFAULT_SAMPLE` without
+    patterns)."""
+    if patterns:
+        by_spec = {c.spec: c for c in cells}
+        chosen: dict[CellSpec, Cell] = {}
+        for pattern in patterns:
+            matches = select(list(by_spec), pattern)
+            if not matches:
+                raise UsageError(f"--cell {pattern!r} matches no cell in {folder}")
+            chosen.update((spec, by_spec[spec]) for spec in matches)
+        pool = sorted(chosen.values(), key=lambda c: (c.label, str(c.path)))
+    else:
+        pool = cells
+    bo = [c for c in pool if c.spec.kind == "bo"]
+    timing = [c for c in pool if c.spec.kind != "bo"] if patterns else []
+    if not bo:
+        raise UsageError("no BO cell to rerun: timing cells are not comparable (their rows are times)")
+    if n is None:
+        n = len(bo) if patterns else DEFAULT_SAMPLE
+    return sample(bo, n, seed), timing
+
+
+# ---------------------------------------------------------------------------------------------------
+# versions
+
+
+def _normalize(name: str) -> str:
+    """A distribution's name as :func:`harness.store.installed_distributions` writes it."""
+    return name.strip().lower().replace("_", "-").replace(".", "-")
+
+
+def parse_pins(lines: list[str]) -> dict[str, str]:
+    """``name -> version`` of the ``name==version`` lines (comments after ``#`` and other lines skipped)."""
+    pins = {}
+    for line in lines:
+        text = line.split("#", 1)[0].split(";", 1)[0].strip()
+        if "==" in text:
+            name, version = text.split("==", 1)
+            pins[_normalize(name)] = version.strip()
+    return pins
+
+
+def constraint_differences(text: str) -> list[str]:
+    """One line per distribution pinned in a constraints file's ``text`` whose version here differs
+    or that is not installed here."""
+    here = parse_pins(installed_distributions())
+    return [f"{name}: published {version}, here {here.get(name, 'not installed')}"
+            for name, version in sorted(parse_pins(text.splitlines()).items())
+            if here.get(name) != version]
+
+
+def provenance_differences(cells: list[Cell]) -> list[str]:
+    """One line per (package, recorded version) of the cells' provenance that differs from the
+    version here, with how many cells recorded it; a line for cells that recorded none."""
+    here = parse_pins(installed_distributions())
+    counts: Counter[tuple[str, str]] = Counter()
+    unrecorded = 0
+    for cell in cells:
+        packages = (cell.meta.get("provenance") or {}).get("packages")
+        if not isinstance(packages, dict):
+            unrecorded += 1
+            continue
+        for name, version in packages.items():
+            if here.get(_normalize(name)) != version:
+                counts[_normalize(name), "not installed" if version is None else str(version)] += 1
+    lines = [f"{name}: published {version} ({count} of {len(cells)} cells), here "
+             f"{here.get(name, 'not installed')}" for (name, version), count in sorted(counts.items())]
+    if unrecorded:
+        lines.append(f"{unrecorded} of {len(cells)} cells recorded no package versions")
+    return lines
+
+
+def version_report(folder: Location, cells: list[Cell]) -> list[str]:
+    """The lines that compare the published versions with this environment's (a warning at most)."""
+    path = folder / CONSTRAINTS
+    if path.is_file():
+        differences = constraint_differences(path.read_text())
+        source = f"{path}, every distribution of the environment that wrote the rows"
+        rebuild = f"pip install -c {path} -e . rebuilds that environment"
+    else:
+        differences = provenance_differences(cells)
+        source = (f"the versions the cells recorded ({', '.join(_recorded(cells))}); the folder has no "
+                  f"{CONSTRAINTS}")
+        rebuild = ("a published folder's pins rebuild its environment: "
+                   f"pip install -c FOLDER/{CONSTRAINTS} -e .")
+    state = f"{len(differences)} differ here:" if differences else "the same here"
+    lines = [f"versions (compared with {source}): {state}", *(f"  {line}" for line in differences)]
+    lines.append(f"rows are bit-identical only under the same versions; {rebuild}")
+    if differences:
+        lines.append("warning: the versions differ, so rows may differ (a warning, not an error)")
+    return lines
+
+
+def _recorded(cells: list[Cell]) -> list[str]:
+    """The package names the cells' provenance records."""
+    names = {n for c in cells for n in ((c.meta.get("provenance") or {}).get("packages") or {})}
+    return sorted(names) or ["none"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# comparing rows
+
+
+def same(a: object, b: object) -> bool:
+    """Whether two stored values are identical: floats bit for bit (NaN equals NaN), lists element-wise,
+    None equals None only."""
+    if isinstance(a, list | tuple) or isinstance(b, list | tuple):
+        return (isinstance(a, list | tuple) and isinstance(b, list | tuple) and len(a) == len(b)
+                and all(same(x, y) for x, y in zip(a, b, strict=True)))
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = float(a), float(b)
+    return struct.pack("<d", a) == struct.pack("<d", b) or (math.isnan(a) and math.isnan(b))
+
+
+def abs_difference(a: object, b: object) -> float:
+    """The largest |a - b| over the finite numbers both hold at the same place (0 if none)."""
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return max((abs_difference(x, y) for x, y in zip(a, b, strict=False)), default=0.0)
+    if isinstance(a, int | float) and isinstance(b, int | float) and math.isfinite(a) and math.isfinite(b):
+        return abs(float(a) - float(b))
+    return 0.0
+
+
+def compare_rows(stored: list[dict], rerun: list[dict]) -> tuple[Difference | None, float]:
+    """The first difference in :data:`COLUMNS` between the stored and rerun rows (in row order;
+    None if every value is identical and the row counts agree) and the largest absolute difference
+    over the cell."""
+    first, largest = None, 0.0
+    for old, new in zip(stored, rerun, strict=False):
+        for column in COLUMNS:
+            largest = max(largest, abs_difference(old.get(column), new.get(column)))
+            if first is None and not same(old.get(column), new.get(column)):
+                first = Difference(old.get("iteration"), column, old.get(column), new.get(column))
+    if first is None and len(stored) != len(rerun):
+        first = Difference(min(len(stored), len(rerun)), "rows", len(stored), len(rerun))
+    return first, largest
+
+
+def verify_cell(cell: Cell) -> Outcome:
+    """Rerun ``cell`` and compare its rows with the stored ones."""
+    _, table = read_cell(cell.path)
+    start = time.perf_counter()
+    try:
+        result = run_cell(cell.spec)
+    except Exception as error:  # the cell's own failure, one line (KeyboardInterrupt passes)
+        text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        return Outcome(cell, False, f"{cell.label}: could not be rerun: {type(error).__name__}: {text}",
+                       "could not be rerun")
+    seconds = time.perf_counter() - start
+    difference, largest = compare_rows(table.to_pylist(), result.rows)
+    if difference is None:
+        return Outcome(cell, True, f"{cell.label}: identical ({len(result.rows)} rows, columns "
+                       f"{', '.join(COLUMNS)}; max abs difference 0; rerun {seconds:.1f} s)")
+    resumed = (cell.meta.get("provenance") or {}).get("resumed_at")
+    note = f"; the stored run resumed after iteration {resumed}" if resumed is not None else ""
+    where = f"at iteration {difference.iteration}, column {difference.column}"
+    return Outcome(cell, False, f"{cell.label}: DIFFERS {where}: stored {difference.stored!r} vs rerun "
+                   f"{difference.rerun!r} (max abs difference {largest:.3g} over the cell{note})", where)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the command
+
+
+def build_parser() -> Parser:
+    """The command's arguments (:class:`harness.cli.Parser`: one-line errors, no abbreviations)."""
+    parser = Parser(prog=PROG, description="Rerun cells of a results folder and check that their rows "
+                    "are bit-identical to the stored ones.", epilog="Exit codes: 0 every cell identical; "
+                    "1 a cell differs or could not be rerun; 2 bad input; 130 interrupted.")
+    parser.add_argument("folder", metavar="FOLDER", help="a results folder (harness.run --out)")
+    parser.add_argument("--sample", type=int, default=None, metavar="N",
+                        help=f"rerun N cells drawn at random (default {DEFAULT_SAMPLE}; with --cell: "
+                        "N of the matching cells, default all of them)")
+    parser.add_argument("--cell", action="append", default=[], metavar="LABEL_OR_PATTERN",
+                        help="rerun the cells whose label 'problem/algorithm/seedN [..]' matches (a glob "
+                        "if it has *?[, else a substring; as harness.run --only); repeatable")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the sample (default 0)")
+    return parser
+
+
+def plan(argv: list[str] | None) -> tuple[Location, list[Cell], list[Cell], list[Cell]]:
+    """The folder, all its cells, the cells to rerun and the timing cells left out, from ``argv``;
+    :class:`UsageError` or :class:`DamagedFileError` on bad input."""
+    args = build_parser().parse_args(argv)
+    if args.sample is not None and args.sample < 1:
+        raise UsageError(f"--sample must be >= 1, got {args.sample}")
+    if args.seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {args.seed}")
+    folder = out_location(args.folder)
+    cells = folder_cells(folder)
+    chosen, timing = choose(folder, cells, args.cell, args.sample, args.seed)
+    return folder, cells, chosen, timing
+
+
+def run(chosen: list[Cell]) -> list[Outcome]:
+    """Rerun and compare each cell on one torch thread (the caller's count restored after), with a
+    progress line before each and its verdict after."""
+    outcomes = []
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the grid's workers: a cell's rows are defined at one thread
+    try:
+        for i, cell in enumerate(chosen, start=1):
+            print(f"[{i}/{len(chosen)}] {cell.label}: rerunning {cell.meta.get('iterations')} "
+                  f"iterations ...", flush=True)
+            outcome = verify_cell(cell)
+            print(f"[{i}/{len(chosen)}] {outcome.line}", flush=True)
+            outcomes.append(outcome)
+    finally:
+        torch.set_num_threads(previous)
+    return outcomes
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    """The last line: how many cells are identical, and the first that is not, with where."""
+    bad = [o for o in outcomes if not o.identical]
+    if not bad:
+        return f"summary: all {len(outcomes)} cells identical"
+    return (f"summary: {len(bad)} of {len(outcomes)} cells not identical; the first: {bad[0].cell.label} "
+            f"{bad[0].where}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command; returns its exit code (see the module docstring)."""
+    try:
+        folder, cells, chosen, timing = plan(argv)
+    except (UsageError, DamagedFileError) as error:
+        print(f"harness.verify: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    bo = [c for c in cells if c.spec.kind == "bo"]
+    for line in version_report(folder, chosen):
+        print(line)
+    print(f"{folder}: {len(bo)} BO cells, {len(cells) - len(bo)} timing cells; rerunning {len(chosen)}")
+    for cell in timing:
+        print(f"{cell.label}: left out: a timing cell, its rows are times and not comparable")
+    try:
+        outcomes = run(chosen)
+    except KeyboardInterrupt:
+        print("harness.verify: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except DamagedFileError as error:  # a file damaged since the folder was read
+        print(f"harness.verify: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(summary(outcomes))
+    return 0 if all(o.identical for o in outcomes) else EXIT_DIFFERS
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on Ctrl-C is KeyboardInterrupt
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        print("harness.verify: interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(code)

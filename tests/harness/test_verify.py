@@ -1,0 +1,177 @@
+"""``python -m harness.verify``: reruns a folder's cells and compares their rows bit for bit; names the
+first difference, the versions that differ, and refuses bad input in one line."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from harness import verify
+from harness.cell import run_cell
+from harness.grid import select
+from harness.results import cell_files, cell_path, read_metadata, spec_from_dict
+from harness.spec import CellResult, CellSpec
+from harness.store import installed_distributions, to_table, write_atomic, write_cell
+
+ROOT = Path(__file__).resolve().parents[2]
+RANDOM = CellSpec.make("branin-1-1-discrete", "random", seed=0, iterations=3)
+VUCB = CellSpec.make("branin-1-1-discrete", "vucb-prob", seed=0, iterations=3)
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[CellSpec, CellResult]:
+    """The two tiny cells, run once for the module (each test writes them into its own folder)."""
+    return {spec: run_cell(spec) for spec in (RANDOM, VUCB)}
+
+
+def write(folder: Path, results: dict[CellSpec, CellResult], *specs: CellSpec) -> Path:
+    for spec in specs:
+        write_cell(folder, spec, results[spec])
+    return folder
+
+
+def one_line_error(capsys: pytest.CaptureFixture) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("harness.verify: error: ") and "Traceback" not in err
+    return err
+
+
+def test_identical_cells_exit_0_with_a_line_each(tmp_path: Path, results: dict,
+                                                 capsys: pytest.CaptureFixture) -> None:
+    folder = write(tmp_path, results, RANDOM, VUCB)
+    assert verify.main([str(folder)]) == 0
+    out = capsys.readouterr().out
+    for label in ("branin-1-1-discrete/random/seed0 T=3", "branin-1-1-discrete/vucb-prob/seed0 T=3"):
+        assert f"{label}: rerunning 3 iterations" in out
+        assert f"{label}: identical (4 rows" in out
+    assert "versions (compared with the versions the cells recorded" in out and "the same here" in out
+    assert "rows are bit-identical only under the same versions" in out
+    assert out.rstrip().endswith("summary: all 2 cells identical")
+
+
+def test_a_stored_y_one_ulp_off_is_named_with_its_iteration_and_column(
+        tmp_path: Path, results: dict, capsys: pytest.CaptureFixture) -> None:
+    path = cell_path(write(tmp_path, results, RANDOM), RANDOM)
+    rows = [dict(row) for row in results[RANDOM].rows]
+    y = rows[2]["y"]
+    rows[2]["y"] = math.nextafter(y, math.inf)
+    provenance = read_metadata(path)["provenance"]
+    write_atomic(to_table(CellResult(rows, results[RANDOM].metadata), {"provenance": provenance}), path)
+    assert verify.main([str(tmp_path), "--cell", "random"]) == 1
+    out = capsys.readouterr().out
+    assert (f"random/seed0 T=3: DIFFERS at iteration 2, column y: stored {rows[2]['y']!r} vs rerun {y!r} "
+            f"(max abs difference {math.ulp(y):.3g} over the cell)") in out
+    assert out.rstrip().endswith("summary: 1 of 1 cells not identical; the first: "
+                                 "branin-1-1-discrete/random/seed0 T=3 at iteration 2, column y")
+
+
+def test_constraints_that_pin_other_versions_are_named_as_a_warning(
+        tmp_path: Path, results: dict, capsys: pytest.CaptureFixture) -> None:
+    write(tmp_path, results, RANDOM)
+    here = verify.parse_pins(installed_distributions())
+    (tmp_path / "constraints.txt").write_text(
+        f"# pins\nnumpy==0.0.1\nno-such-dist==1.0\ntorch=={here['torch']}\n")
+    assert verify.main([str(tmp_path)]) == 0  # a warning, not an error
+    out = capsys.readouterr().out
+    assert "2 differ here:" in out
+    assert f"  numpy: published 0.0.1, here {here['numpy']}" in out
+    assert "  no-such-dist: published 1.0, here not installed" in out
+    assert "torch:" not in out
+    assert f"pip install -c {tmp_path / 'constraints.txt'} -e ." in out
+    assert "identical" in out
+
+
+@pytest.mark.parametrize("case", ["missing folder", "empty folder", "unmatched --cell", "damaged file",
+                                  "sample 0", "only a timing cell"])
+def test_bad_input_is_one_line_and_exit_2(case: str, tmp_path: Path, results: dict,
+                                          capsys: pytest.CaptureFixture) -> None:
+    argv = [str(tmp_path)]
+    if case == "missing folder":
+        argv = [str(tmp_path / "nowhere")]
+    elif case == "unmatched --cell":
+        write(tmp_path, results, RANDOM)
+        argv += ["--cell", "goldstein"]
+    elif case == "damaged file":
+        path = cell_path(write(tmp_path, results, RANDOM), RANDOM)
+        path.write_bytes(path.read_bytes()[:100])
+    elif case == "sample 0":
+        write(tmp_path, results, RANDOM)
+        argv += ["--sample", "0"]
+    elif case == "only a timing cell":
+        spec = CellSpec.make("branin-1-1-discrete", "vucb-prob", 0, options={"n_obs": 10, "n_z": 16},
+                             kind="timing")
+        write_cell(tmp_path, spec, CellResult([{"what": "fit", "seconds": 0.1}],
+                                              {"spec": spec.to_dict(), "kind": "timing"}))
+        argv += ["--cell", "vucb-prob"]
+    assert verify.main(argv) == 2
+    err = one_line_error(capsys)
+    expected = {"missing folder": "is not a folder", "empty folder": "holds no cell files",
+                "unmatched --cell": "--cell 'goldstein' matches no cell in",
+                "damaged file": "is not a readable cell file: not a readable Parquet file",
+                "sample 0": "--sample must be >= 1",
+                "only a timing cell": "timing cells are not comparable"}[case]
+    assert expected in err
+
+
+def test_a_damaged_file_is_exit_2_and_one_line_without_a_traceback_in_its_own_process(
+        tmp_path: Path, results: dict) -> None:
+    path = cell_path(write(tmp_path, results, RANDOM), RANDOM)
+    path.write_bytes(path.read_bytes()[:-40])
+    done = subprocess.run([sys.executable, "-m", "harness.verify", str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert str(path) in done.stderr and done.stdout == ""
+
+
+def test_ctrl_c_is_exit_130_and_one_line(tmp_path: Path, results: dict, capsys: pytest.CaptureFixture,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, results, RANDOM)
+
+    def interrupted(spec: CellSpec) -> CellResult:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(verify, "run_cell", interrupted)
+    assert verify.main([str(tmp_path)]) == 130
+    assert capsys.readouterr().err == "harness.verify: interrupted\n"
+
+
+def test_the_sample_is_reproducible_and_its_size_is_n() -> None:
+    cells = [verify.Cell(Path(f"c{i}"), replace(RANDOM, seed=i), {}) for i in range(20)]
+    first = verify.sample(cells, 5, seed=0)
+    assert len(first) == 5 and first == verify.sample(cells, 5, seed=0)
+    assert first == sorted(first, key=cells.index)  # in the folder's order
+    assert {tuple(c.spec.seed for c in verify.sample(cells, 5, seed=s)) for s in range(5)} != {
+        tuple(c.spec.seed for c in first)}
+    assert verify.sample(cells, 50, seed=0) == cells
+
+
+def test_values_are_the_same_only_bit_for_bit() -> None:
+    assert verify.same(0.1, 0.1) and verify.same(math.nan, math.nan) and verify.same(None, None)
+    assert verify.same([0.5, 0.25], [0.5, 0.25]) and verify.same([], [])
+    assert not verify.same(0.0, -0.0) and not verify.same(None, math.nan) and not verify.same(None, 0.0)
+    assert not verify.same(0.1, math.nextafter(0.1, 1.0)) and not verify.same([0.5], [0.5, 0.5])
+    assert verify.abs_difference([1.0, 2.0], [1.5, 2.0]) == 0.5
+    assert verify.abs_difference(None, 1.0) == 0.0 and verify.abs_difference(math.nan, 1.0) == 0.0
+
+
+@pytest.mark.slow
+def test_the_published_cells_rerun_identically_here() -> None:
+    """The publication folder's Branin and Goldstein-Price random seed-0 cells, rerun here."""
+    folder = ROOT / "docs" / "reproduction" / "paper"
+    patterns = ["branin-1-1-discrete/random/seed0", "goldstein-1-1-discrete/random/seed0"]
+    specs = [spec_from_dict(meta["spec"]) for _, meta in cell_files(folder)[0]]
+    missing = [p for p in patterns if not select(specs, p)]
+    if missing:
+        pytest.skip(f"{folder} has no cell {' and '.join(missing)} yet (the publication run fills it)")
+    argv = [sys.executable, "-m", "harness.verify", "docs/reproduction/paper"]
+    argv += [arg for p in patterns for arg in ("--cell", p)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "summary: all" in done.stdout and "cells identical" in done.stdout
