@@ -5,7 +5,7 @@ chain, counting imports inside functions), and no module imports another's priva
 import ast
 from pathlib import Path
 
-PACKAGES = ("problems", "algorithms", "harness", "analysis")
+PACKAGES = ("problems", "algorithms", "harness", "analysis", "studies")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -30,6 +30,13 @@ def test_problems_and_algorithms_never_import_the_harness_or_analysis() -> None:
     for module, targets in imports().items():
         if module.split(".")[0] in ("problems", "algorithms"):
             bad = sorted(m for m, _ in targets if m.split(".")[0] in ("harness", "analysis"))
+            assert not bad, f"{module} imports {bad}"
+
+
+def test_the_engine_never_imports_a_study() -> None:
+    for module, targets in imports().items():
+        if module.split(".")[0] != "studies":
+            bad = sorted(m for m, _ in targets if m.split(".")[0] == "studies")
             assert not bad, f"{module} imports {bad}"
 
 

@@ -1,0 +1,169 @@
+"""The reproduction page, ``docs/reproduction/README.md``: hand-written prose around generated blocks.
+
+A generated block sits between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->``; its
+content is made here from the published report's tables (``claims.csv``, ``claims_overall.csv``,
+``final_table.csv`` under ``RESULTS/_report/``) and the cells' provenance, and nothing else on the page
+is touched. So the numbers on the page cannot drift from the published tables (a test renders the page
+and compares), while the reading of them stays in words a person wrote.
+
+    python -m studies.nguyen2021.page                 # rewrite the blocks of docs/reproduction/README.md
+    python -m studies.nguyen2021.page --check         # exit 1 if a block differs from its tables
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+from harness.results import read_metadata, result_files
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "reproduction" / "paper"
+PAGE = ROOT / "docs" / "reproduction" / "README.md"
+BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end generated: \2 -->)", re.S)
+
+#: The paper's figures: file stem, title, the paper's own statement about it (quoted), its claims.
+FIGURES = [
+    ("fig3_discrete", "Figure 3: synthetic problems, discrete Z",
+     "When D_z is discrete (Fig. 3), V-UCB Unif is on par with ρKG^apx in optimizing Branin-Hoo-(1,1) "
+     "and Goldstein-Price-(1,1), and outperforms ρKG^apx in optimizing Hartmann-(1,2) and "
+     "Hartmann-(2,1). V-UCB Prob is also able to exploit the probability distribution of Z to "
+     "outperform V-UCB Unif.", ("C1", "C2", "C3", "C9")),
+    ("fig4_continuous", "Figure 4: synthetic problems, continuous Z",
+     "When D_z is continuous (Fig. 4), V-UCB Prob outperforms ρKG^apx.", ("C4", "C9")),
+    ("fig5_simulated", "Figure 5: portfolio optimization and robot pushing",
+     "We observe that V-UCB outperforms ρKG^apx in both problems. Furthermore, in comparison to our "
+     "synthetic experiments, the difference between V-UCB Unif and V-UCB Prob is not significant in "
+     "the robot pushing experiment.", ("C5", "C6", "C9")),
+    ("fig_alpha0", "alpha -> 0: V-UCB and StableOpt",
+     "The StableOpt solution to adversarially robust BO selects the same input query as that selected "
+     "by the V-UCB solution to the corresponding BO of VaR (Corollary 2, as alpha -> 0+).", ("C7",)),
+    ("fig_timing", "Time per iteration",
+     "The time complexity of V-UCB is dominated by that of the selection of x_t ... O(|D_z| |D_{t-1}|^2) "
+     "for the GP prediction ... and O(|D_z| log |D_z|) for the sorting (Section 3.3); ρKG^apx is the "
+     "costlier baseline.", ("C8",)),
+]
+VERDICT_MARK = {"reproduced": "**reproduced**", "not reproduced": "**not reproduced**",
+                "inconclusive": "inconclusive", "not run": "not run"}
+
+
+def _md_table(frame: pd.DataFrame) -> str:
+    """``frame`` as a Markdown table (every value as text; NaN as an empty cell)."""
+    def text(value: object) -> str:
+        if isinstance(value, float):
+            return "" if value != value else f"{value:.3g}"
+        return str(value).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(text(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def provenance_block(results: Path) -> str:
+    """Which commits, environments and hosts produced the cells, how many, and their CPU time."""
+    metas = [read_metadata(path) for path in result_files(results)]
+    info = [m.get("provenance", {}) for m in metas]
+    commits = Counter(i.get("git_commit") or "unknown" for i in info)
+    environments = Counter(i.get("environment") or "unknown" for i in info)
+    hosts = Counter(f"{i.get('host', '?')} ({i.get('platform', '?')})" for i in info)
+    resumed = sum(1 for i in info if i.get("resumed_at") is not None)
+    hours = sum(float(m.get("wall_time_s") or 0.0) for m in metas) / 3600
+    packages = json.dumps(info[0].get("packages", {}), sort_keys=True) if info else "{}"
+
+    def counted(counter: Counter) -> str:
+        return ", ".join(f"`{k}` ({n})" for k, n in counter.most_common())
+
+    return "\n".join([
+        f"- cells: {len(metas)}, of which {resumed} resumed from a checkpoint; "
+        f"{hours:.1f} CPU-hours inside the cells",
+        f"- commits (cells): {counted(commits)}",
+        f"- environments (digest of every installed distribution, cells): {counted(environments)}; "
+        "the pins are `paper/constraints.txt`",
+        f"- hosts (cells): {counted(hosts)}",
+        f"- main packages: `{packages}`",
+    ])
+
+
+def verdict_block(overall: pd.DataFrame) -> str:
+    """One row per claim: the statement, the verdict by each statistic, the sub-claim counts."""
+    table = pd.DataFrame({
+        "claim": overall["claim"], "the paper says": overall["statement"],
+        "final log10 regret": overall["verdict"].map(VERDICT_MARK),
+        "mean of the last 10": overall["verdict_last10"].fillna("").map(lambda v: VERDICT_MARK.get(v, v)),
+        "sub-claims (final)": overall["sub-claims"]})
+    return _md_table(table)
+
+
+def figure_block(stem: str, title: str, statement: str, claims: tuple[str, ...],
+                 overall: pd.DataFrame) -> str:
+    """A figure with the paper's statement and the verdicts of its claims."""
+    rows = overall.set_index("claim")
+    verdicts = "; ".join(f"{c} {VERDICT_MARK[rows.loc[c, 'verdict']]} (final), "
+                         f"{VERDICT_MARK.get(str(rows.loc[c, 'verdict_last10']), '-')} (last 10)"
+                         for c in claims if c in rows.index)
+    return "\n".join([f"### {title}", "", f"![{title}](paper/_report/{stem}.png)", "",
+                      f"> {statement}", "", f"Verdicts: {verdicts}."])
+
+
+def subclaim_block(claims: pd.DataFrame) -> str:
+    """Every sub-claim of the default configuration, by both statistics."""
+    rows = claims.loc[claims["variant"] == "default"]
+    keep = [c for c in ("claim", "problem", "comparison", "statistic", "n_seeds", "effect", "effect_sd",
+                        "p_value", "p_holm", "power_10", "seeds_80", "verdict") if c in rows.columns]
+    return _md_table(rows[keep])
+
+
+def final_block(final: pd.DataFrame) -> str:
+    """The final-iteration table, one row per series (mean log10 regret, 70 % band, seconds)."""
+    return _md_table(final)
+
+
+def blocks(results: Path) -> dict[str, str]:
+    """Every generated block's content, by name."""
+    report = results / "_report"
+    overall = pd.read_csv(report / "claims_overall.csv")
+    out = {"provenance": provenance_block(results), "verdicts": verdict_block(overall),
+           "subclaims": subclaim_block(pd.read_csv(report / "claims.csv")),
+           "final": final_block(pd.read_csv(report / "final_table.csv"))}
+    for stem, title, statement, claims in FIGURES:
+        out[stem] = figure_block(stem, title, statement, claims, overall)
+    return out
+
+
+def render(page: str, contents: dict[str, str]) -> str:
+    """``page`` with each generated block's content replaced (a block not in ``contents`` is kept)."""
+    def replace(match: re.Match) -> str:
+        name = match.group(2)
+        body = contents[name].rstrip("\n") + "\n" if name in contents else match.group(3)
+        return match.group(1) + body + match.group(4)
+
+    return BLOCK.sub(replace, page)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m studies.nguyen2021.page",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the published results folder")
+    parser.add_argument("--page", type=Path, default=PAGE, help="the page to rewrite")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block differs")
+    args = parser.parse_args(argv)
+    page = args.page.read_text()
+    rendered = render(page, blocks(args.results))
+    if args.check:
+        if rendered != page:
+            print(f"{args.page}: generated blocks differ from {args.results}/_report; run "
+                  "python -m studies.nguyen2021.page", file=sys.stderr)
+            return 1
+        return 0
+    args.page.write_text(rendered)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""The reproduction page's generated blocks: only they change, each from its table, and --check
+tells a page whose blocks differ from its tables."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from harness.cell import CellSpec, run_cell
+from harness.store import write_cell
+from studies.nguyen2021.page import blocks, main, render
+
+PAGE = """# Title
+Hand-written text that stays.
+<!-- generated: verdicts -->
+old table
+<!-- end generated: verdicts -->
+More prose.
+<!-- generated: unknown-block -->
+kept as it is
+<!-- end generated: unknown-block -->
+"""
+
+
+def test_render_replaces_only_the_named_blocks() -> None:
+    out = render(PAGE, {"verdicts": "| a |\n|---|\n| 1 |"})
+    assert "old table" not in out and "| a |\n|---|\n| 1 |\n<!-- end generated: verdicts -->" in out
+    assert "Hand-written text that stays." in out and "More prose." in out
+    assert "kept as it is" in out  # a block without content here is left alone
+    assert render(out, {"verdicts": "| a |\n|---|\n| 1 |"}) == out  # idempotent
+
+
+def _folder(tmp_path: Path) -> Path:
+    results = tmp_path / "paper"
+    spec = CellSpec.make("branin-1-1-discrete", "random", seed=0, iterations=2)
+    write_cell(results, spec, run_cell(spec))
+    report = results / "_report"
+    report.mkdir()
+    pd.DataFrame({"claim": ["C1", "C7"], "statement": ["on par", "same queries"],
+                  "verdict": ["inconclusive", "reproduced"], "verdict_last10": ["reproduced", None],
+                  "sub-claims": ["2 inconclusive", "8 reproduced"]}).to_csv(report / "claims_overall.csv",
+                                                                          index=False)
+    pd.DataFrame({"claim": ["C1", "C1"], "problem": ["branin-1-1-discrete"] * 2,
+                  "comparison": ["vucb-unif vs rhokg-apx"] * 2, "statistic": ["final", "final"],
+                  "variant": ["default", "gp=borisk"], "n_seeds": [10, 10], "p_value": [0.2, 0.01],
+                  "verdict": ["inconclusive", "reproduced"]}).to_csv(report / "claims.csv", index=False)
+    pd.DataFrame({"problem": ["branin-1-1-discrete"], "algorithm": ["random"],
+                  "mean": [-2.5]}).to_csv(report / "final_table.csv", index=False)
+    return results
+
+
+def test_blocks_come_from_the_tables_and_the_cells(tmp_path: Path) -> None:
+    made = blocks(_folder(tmp_path))
+    assert "| C1 | on par | inconclusive | **reproduced** | 2 inconclusive |" in made["verdicts"]
+    assert "gp=borisk" not in made["subclaims"]  # the default configuration only
+    assert made["subclaims"].count("\n") == 2  # head, rule, one row
+    assert "- cells: 1, of which 0 resumed from a checkpoint" in made["provenance"]
+    assert "C1 inconclusive (final), **reproduced** (last 10)" in made["fig3_discrete"]
+    assert "C7 **reproduced** (final), - (last 10)" in made["fig_alpha0"]
+    assert "![" in made["fig3_discrete"] and "paper/_report/fig3_discrete.png" in made["fig3_discrete"]
+
+
+def test_check_tells_a_page_whose_blocks_differ(tmp_path: Path) -> None:
+    results = _folder(tmp_path)
+    page = tmp_path / "README.md"
+    page.write_text(PAGE)
+    assert main(["--results", str(results), "--page", str(page), "--check"]) == 1
+    assert main(["--results", str(results), "--page", str(page)]) == 0
+    assert main(["--results", str(results), "--page", str(page), "--check"]) == 0
+    assert "Hand-written text that stays." in page.read_text()
