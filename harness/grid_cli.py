@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -45,6 +46,7 @@ from harness.results import (
     invalid_files,
     read_metadata,
     result_files,
+    spec_hash,
 )
 from harness.spec import RISKS
 from harness.store import clear_checkpoint, remove_stale_temporaries, write_manifest
@@ -88,6 +90,9 @@ def add_grid_options(container: argparse._ActionsContainer) -> None:
                                 "available and their estimated CPU minutes, then a cost estimate")
     container.add_argument("--verbose", action="store_true",
                            help="with --dry-run: also list every cell, its state and its estimate")
+    container.add_argument("--json", action="store_true",
+                           help="with --dry-run: print the plan as one JSON object on stdout (every cell "
+                                "with its spec, hash, state and estimated seconds), for other schedulers")
     container.add_argument("--retry-failed", action="store_true", help="rerun only the failed cells")
     container.add_argument("--force", action="store_true", help="recompute finished cells too")
     container.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -124,6 +129,8 @@ def _grid(args: argparse.Namespace) -> tuple[Grid, list[CellSpec]]:
         raise UsageError("--force and --retry-failed exclude each other")
     if args.verbose and not args.dry_run:
         raise UsageError("--verbose lists the cells of a --dry-run; add --dry-run")
+    if args.json and not args.dry_run:
+        raise UsageError("--json prints the plan of a --dry-run; add --dry-run")
     try:
         grid = with_overrides(resolve_grid(args.grid), args.seeds, args.iterations, args.gp, args.risk)
     except GridError as error:
@@ -323,7 +330,12 @@ def main(argv: list[str]) -> int:
         return EXIT_USAGE
 
     if args.dry_run:  # reads only: no lock
-        _dry_run(args, cells, out, _plan(args, grid, cells, out))
+        if args.json:  # stdout holds the JSON alone; the plan's head lines go to stderr
+            with contextlib.redirect_stdout(sys.stderr):
+                plan = _plan(args, grid, cells, out)
+            print(json.dumps(plan_json(grid, cells, out, plan), indent=1))
+        else:
+            _dry_run(args, cells, out, _plan(args, grid, cells, out))
         return 0
     _terminate_as_interrupt()
     try:
@@ -380,6 +392,19 @@ def _plan(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], out: Loca
         print(f"{counts['failed']} failed cells are skipped (--retry-failed reruns them; "
               f"python -m harness.status {out} shows why)")
     return Plan(states, to_run, costs, estimate, rates)
+
+
+def plan_json(grid: Grid, cells: list[CellSpec], out: Location, plan: Plan) -> dict:
+    """The plan as plain data: the grid, the folder, and per cell (in the grid's order) its label, spec
+    (:meth:`CellSpec.to_dict`), spec hash, file, state ("to run", "done", "failed", "missing" when
+    not chosen, "not available") and estimated seconds (null when it will not run)."""
+    cost = dict(zip(plan.to_run, plan.costs, strict=True))
+    return {"grid": grid.name, "out": str(out), "to_run": len(plan.to_run),
+            "estimate_cpu_s": round(sum(plan.costs), 1),
+            "cells": [{"label": cell_label(spec), "spec": spec.to_dict(), "hash": spec_hash(spec),
+                       "path": str(cell_path(out, spec)),
+                       "state": "to run" if spec in cost else plan.states[spec],
+                       "estimate_s": round(cost[spec], 1) if spec in cost else None} for spec in cells]}
 
 
 def _dry_run(args: argparse.Namespace, cells: list[CellSpec], out: Location, plan: Plan) -> None:

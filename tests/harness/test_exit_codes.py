@@ -68,3 +68,29 @@ def test_the_plan_is_made_under_the_lock(no_ray, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(ray_runner, "run_cells", lambda cells, out, *a, **k: Outcome())
     main(["--grid", "smoke", "--only", ONLY, "--out", str(tmp_path), "--no-progress"])
     assert seen and seen[0] is True, seen
+
+
+def test_dry_run_json_lists_every_cell_with_spec_hash_state_and_estimate(tmp_path: Path, capsys) -> None:
+    """The plan as one JSON object on stdout (nothing else there), every cell of the grid in order,
+    its hash the store's (the file name), its state and estimate; --json without --dry-run is refused."""
+    import json
+
+    from harness.cell import CellSpec
+    from harness.grid import resolve_grid
+    from harness.results import spec_hash
+
+    assert main(["--grid", "smoke", "--dry-run", "--json", "--out", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    plan = json.loads(captured.out)
+    grid = resolve_grid("smoke")
+    assert plan["grid"] == "smoke" and len(plan["cells"]) == len(grid.cells) == plan["to_run"]
+    for cell, spec in zip(plan["cells"], grid.cells, strict=True):
+        again = CellSpec.make(**{k: v for k, v in cell["spec"].items() if k != "options"},
+                              options=dict(cell["spec"]["options"]))
+        assert again == spec and cell["hash"] == spec_hash(spec) and cell["state"] == "to run"
+        assert cell["path"].endswith(f"seed{spec.seed}-{spec_hash(spec)}.parquet")
+        assert cell["estimate_s"] > 0
+    # each estimate is rounded to 0.1 s
+    assert abs(sum(c["estimate_s"] for c in plan["cells"]) - plan["estimate_cpu_s"]) <= 0.05 * len(grid.cells)
+    assert "240 cells" in captured.err  # the human head line went to stderr
+    assert main(["--grid", "smoke", "--json", "--out", str(tmp_path)]) == 2
