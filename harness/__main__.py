@@ -1,7 +1,9 @@
 """``python -m harness`` is ``python -m harness.run``."""
 
-import sys
+import harness.interrupts as interrupts
 
-from harness.run import main
+interrupts.set_handlers(interrupts.exit_at_once)  # before the slow imports, as harness.run does
 
-sys.exit(main())
+from harness.run import cli  # noqa: E402
+
+cli()

@@ -5,7 +5,10 @@ nothing, an ``--out`` that cannot be written) prints one line on stderr and exit
 Ray starts or anything is written. Exit codes otherwise: 0 when every available cell of the grid is
 finished, 1 when some cell of the grid has a failure record or some cell of this run ended neither
 written nor recorded as failed (counted from what happened, not only from the files), or a local Ray
-cannot start; 130 after Ctrl-C or SIGTERM.
+cannot start, or the local Ray stops while the grid runs (its GCS or raylet dies: noticed within
+seconds, one line, the cells written so far are kept and the same command resumes); 130 after Ctrl-C
+and 143 after SIGTERM, at any moment until the end of the shutdown (:mod:`harness.interrupts`).
+The local Ray goes away with the driver, even one killed with SIGKILL (:mod:`harness.local_ray`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import socket
 import sys
 from collections import Counter
@@ -22,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import harness.interrupts as interrupts
 from algorithms.gp import GP_PROFILES
 from harness.catalog import algorithm_lines
 from harness.cell import CellSpec
@@ -53,7 +56,8 @@ from harness.store import clear_checkpoint, remove_stale_temporaries, write_mani
 from problems import build_problem
 
 EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = interrupts.EXIT_SIGINT  # Ctrl-C
+EXIT_TERMINATED = interrupts.EXIT_SIGTERM  # SIGTERM
 LOCK = "_running.lock"
 
 
@@ -337,19 +341,40 @@ def main(argv: list[str]) -> int:
         else:
             _dry_run(args, cells, out, _plan(args, grid, cells, out))
         return 0
-    _terminate_as_interrupt()
+    # nothing is open yet: a signal while Ray's modules load ends the process at once (raised inside an
+    # extension's import, it could come out as an ImportError with a traceback)
+    interrupts.set_handlers(interrupts.exit_at_once)
+    import harness.ray_runner  # noqa: F401 (Ray, imported only to run cells)
+
+    interrupts.install()
+    return _run_and_stop(args, grid, cells, out)
+
+
+def _run_and_stop(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], out: Location) -> int:
+    """Plan and run under the lock, then stop the Ray the run started (:func:`stop_ray`, whatever
+    happened); the exit code."""
+    from harness.ray_runner import RayLostError, stop_ray
+
+    code, lost = EXIT_FAILED, False
     try:
         # the plan is made under the lock: a driver that is finishing as this one starts has written
         # its last cells by the time this one holds the lock, so they are not run twice
         with _lock(out):
             plan = _plan(args, grid, cells, out)
-            return _run(args, grid, cells, plan.to_run, plan.costs, out, plan.estimate)
+            code = _run(args, grid, cells, plan.to_run, plan.costs, out, plan.estimate)
     except UsageError as error:
         print(f"harness.run: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:  # before or after the task loop (which handles its own)
-        print("interrupted; the same command resumes", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        code = EXIT_USAGE
+    except KeyboardInterrupt as error:  # before or after the task loop (which handles its own)
+        code = interrupts.exit_code(error)
+        interrupts.report("interrupted; the same command resumes")
+    except RayLostError as error:
+        code, lost = EXIT_FAILED, True
+        print(f"harness.run: error: {error}", file=sys.stderr)
+        print("the cells written so far are kept; the same command resumes", file=sys.stderr)
+    finally:
+        code = stop_ray(code, lost=lost)
+    return code
 
 
 @dataclass
@@ -422,16 +447,6 @@ def _dry_run(args: argparse.Namespace, cells: list[CellSpec], out: Location, pla
     print(f"to run: {len(plan.to_run)} cells, {plan.estimate} (estimate)")
 
 
-def _interrupt_on_terminate(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def _terminate_as_interrupt() -> None:
-    """SIGTERM (``kill``, a scheduler ending a job) stops the grid as Ctrl-C does: the running cells
-    keep their checkpoints, Ray is shut down, "interrupted: the same command resumes", exit 130."""
-    signal.signal(signal.SIGTERM, _interrupt_on_terminate)
-
-
 def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: list[CellSpec],
          costs: list[float], out: Path, estimate: str) -> int:
     ray_start = 0.0
@@ -447,7 +462,7 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
                 raise UsageError(f"cannot join the Ray cluster at {args.address}: {reason}") from None
             print(f"harness.run: error: cannot start a local Ray: {reason}", file=sys.stderr)
             return EXIT_FAILED
-        _terminate_as_interrupt()  # again: Ray's own handler would abort the driver with a C++ trace
+        interrupts.install()  # again, in case ray.init put its own handler in place
         if args.address:  # joining takes no measurable time; what matters is what was joined
             print(f"joined the Ray cluster at {args.address} ({_cpus_used()} CPUs)")
         else:
@@ -486,8 +501,8 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
     print(f"grid {grid.name}: {summary['done']} done, {summary['missing']} missing, "
           f"{summary['failed']} failed, {summary['not available']} not available")
     if interrupted:
-        print("interrupted: the same command resumes")
-        return EXIT_INTERRUPTED
+        interrupts.report("interrupted: the same command resumes", sys.stdout)
+        return EXIT_TERMINATED if outcome.terminated else EXIT_INTERRUPTED
     # the exit code counts what happened as well as what is on disk: a cell that failed here but
     # whose failure record could not be written (a read-only folder) is on disk as merely missing
     unaccounted = [c for c in to_run if states[c] not in ("done", "failed")]
@@ -502,7 +517,7 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
 
 
 def _cpus_used() -> int:
-    import ray
+    from harness.ray_runner import cluster_cpus  # cached: never a blocking call to Ray's GCS
 
-    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+    return cluster_cpus()
 

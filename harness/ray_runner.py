@@ -15,6 +15,13 @@
 * A ``ray.wait`` loop writes each finished cell (``harness.store``: temp name, then rename), so a
   cluster needs no shared filesystem, and a killed driver loses only the cells in flight.
 * Ctrl-C cancels the tasks in flight and returns; nothing partial is left behind.
+* The driver never blocks on Ray without a time limit: every ``ray.get`` and ``ray.wait`` has a
+  timeout, between whose slices the local Ray's GCS and raylet must still run
+  (:func:`harness.local_ray.lost`), so that a dead local Ray is noticed within seconds
+  (:class:`RayLostError`) rather than waited on forever; the cluster's CPU count, which Ray answers from
+  its GCS, is asked in a thread and cached (:class:`CpuCount`). :func:`stop_ray` shuts down the
+  Ray that :func:`start_ray` started within :data:`STOP_S`, holding Ctrl-C and SIGTERM meanwhile,
+  and a local Ray's processes all go with it (:mod:`harness.local_ray`).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import re
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 import uuid
@@ -38,6 +46,8 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from tqdm import tqdm
 
+import harness.interrupts as interrupts
+import harness.local_ray as local_ray
 from harness.cell import CellResult, CellSpec, checkpoint_iteration, checkpoint_problem, run_cell
 from harness.grid import cell_iterations, cell_label
 from harness.store import (
@@ -64,6 +74,7 @@ class Outcome:
     resumed: dict[CellSpec, int] = field(default_factory=dict)  # cell -> iteration it resumed after
     retried: int = 0  # tasks resubmitted after their worker or node died
     interrupted: bool = False
+    terminated: bool = False  # interrupted by SIGTERM rather than Ctrl-C
     wall_s: float = 0.0
     cell_s: float = 0.0  # sum of the cells' own wall times (inside the tasks)
     ray_start_s: float = 0.0
@@ -203,16 +214,38 @@ class _RayMessages:
     a raylet message becomes one line on stderr, ``ray: <first sentence> (Ray's logs have the
     rest)``, and a repeat within :data:`RAY_MESSAGE_REPEAT_S` is dropped; anything else is passed on
     unchanged. Ray's logs keep the full text (its session folder, ``/tmp/ray/session_latest/logs``
-    on the head by default). A private hook: if a Ray release renames it, Ray prints as before."""
+    on the head by default). A private hook: if a Ray release renames it, Ray prints as before.
+    Once the driver's own local Ray is gone (:class:`RayLostError`) nothing more is printed: the
+    driver's own line says it."""
+
+    #: Set when the local Ray is gone: Ray's own messages about it would repeat the driver's line.
+    silent = False
 
     def __init__(self, original: Callable, stream: Callable[[], io.TextIOBase] | None = None) -> None:
         self.original = original
         self.stream = stream or (lambda: sys.stderr)
         self.seen: dict[str, float] = {}
 
+    @staticmethod
+    def _own_ray_gone(wait_s: float = 1.0) -> bool:
+        """Whether the local Ray of this driver is gone. The raylet's death can be announced before
+        its process is seen ended (the kernel takes a moment to free its memory): for a while."""
+        deadline = time.monotonic() + wait_s
+        while local_ray.has_local_ray():
+            if local_ray.lost() is not None:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return False
+
     def __call__(self, data: dict, *args: object, **kwargs: object) -> None:
+        if _RayMessages.silent:
+            return None
         if not isinstance(data, dict) or data.get("pid") != "raylet":
             return self.original(data, *args, **kwargs)
+        if self._own_ray_gone():  # this driver's own Ray: its loop says so in its own line
+            return None
         now = time.monotonic()
         for line in dict.fromkeys(condense_ray_message(str(m)) for m in data.get("lines", [])):
             if not line or now - self.seen.get(line, -float("inf")) < RAY_MESSAGE_REPEAT_S:
@@ -230,31 +263,212 @@ def condense_ray_messages() -> None:
         ray_worker.print_to_stdstream = _RayMessages(current)
 
 
+@contextlib.contextmanager
+def _ray_keeps_out_of_sigterm():
+    """``ray.init`` puts two SIGTERM handlers of its own in place of the harness's: a Python one
+    (``sys.exit(15)``, raised wherever the driver is, ``ray.init`` itself included), and, in the core
+    worker it creates (``connect``), a C++ one that prints a stack dump before it passes the signal
+    on. The first is not installed (``set_sigterm_handler`` does nothing meanwhile); SIGTERM is
+    blocked while the core worker is created, and the handler before is put back over the C++ one
+    before it is unblocked, so that a SIGTERM meanwhile waits, then is handled as any other. Private
+    Ray functions: should a release rename them, Ray's handlers are in place until the harness's
+    own are installed again after ``ray.init``."""
+    import ray._private.utils as ray_utils
+    import ray._private.worker as ray_worker
+
+    set_handler = getattr(ray_utils, "set_sigterm_handler", None)
+    connect = getattr(ray_worker, "connect", None)
+
+    def quiet_connect(*args: object, **kwargs: object) -> object:
+        handler = signal.getsignal(signal.SIGTERM)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        try:
+            return connect(*args, **kwargs)
+        finally:
+            if handler is not None:  # None: not installed from Python, cannot be put back
+                signal.signal(signal.SIGTERM, handler)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+    if set_handler is not None:
+        ray_utils.set_sigterm_handler = lambda handler: None
+    if connect is not None and threading.current_thread() is threading.main_thread():
+        ray_worker.connect = quiet_connect
+    try:
+        yield
+    finally:
+        if set_handler is not None:
+            ray_utils.set_sigterm_handler = set_handler
+        if connect is not None:
+            ray_worker.connect = connect
+
+
+def _node() -> object:
+    """The Ray node object of this process (Ray's private ``_global_node``; None when Ray is down)."""
+    import ray._private.worker as ray_worker
+
+    return getattr(ray_worker, "_global_node", None)
+
+
+#: What :func:`start_ray` started or joined, as ``(node,)``; :func:`stop_ray` ends that and nothing else.
+_started: list = [None]
+
+
 def start_ray(address: str | None, num_cpus: int | None) -> float:
     """Join the cluster at ``address``, or start a local Ray with ``num_cpus`` CPUs (default: all);
-    returns the seconds it took. Quiet: no dashboard, no worker output copied to the terminal."""
+    returns the seconds it took. Quiet: no dashboard, no worker output copied to the terminal.
+
+    A Ctrl-C or SIGTERM meanwhile is held until Ray is up, then raised (:mod:`harness.interrupts`):
+    an interrupt inside ``ray.init`` can leave the driver's half-connected core aborting with a C++
+    trace. A local Ray is watched (:mod:`harness.local_ray`): the processes that earlier drivers
+    killed with SIGKILL left running are ended first, and this one's go with this driver."""
     start = time.perf_counter()
     condense_ray_messages()
+    _RayMessages.silent = False
     if ray.is_initialized():
         return 0.0
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    # the loop fetches every cell's result and reports its error itself; what Ray would add is the
+    # errors of calls the driver did not wait for (a keeper's bookkeeping, cancelled tasks)
+    os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
     kwargs = {"logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": True}
     if address:
         _check_reachable(address)
-        ray.init(address=address, **kwargs)
+        with interrupts.deferred(), _ray_keeps_out_of_sigterm():
+            ray.init(address=address, **kwargs)
+            _started[0] = (_node(),)
         return time.perf_counter() - start
-    # Ctrl-C in a terminal signals the whole foreground process group, which holds the local Ray's
-    # GCS, raylet and agents. Ray starts those with SIGINT blocked; a KeyboardInterrupt inside
-    # ray.init, though, can leave the driver's half-connected core aborting with a C++ trace. So
-    # SIGINT is blocked here too (the mask is inherited across fork and exec, so whatever ray.init
-    # spawns starts with it blocked as well) and a Ctrl-C pressed meanwhile is delivered, as a
-    # KeyboardInterrupt, once Ray is up: deferred, never lost.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    local_ray.reap_orphans()
+    local_ray.start_watchdog()
     try:
-        ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, **kwargs)
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        with interrupts.deferred(), _ray_keeps_out_of_sigterm():
+            # Ctrl-C in a terminal signals the whole foreground process group, which holds the local
+            # Ray's GCS, raylet and agents; SIGINT is blocked while they start (the mask is inherited
+            # across fork and exec), as Ray's own processes block it
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), include_dashboard=False,
+                         **kwargs)
+                _started[0] = (_node(),)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    except Exception:
+        if _started[0] is None:  # not up: whatever of it started goes
+            local_ray.stop_watchdog()
+        raise
     return time.perf_counter() - start
+
+
+class RayLostError(Exception):
+    """The Ray the driver runs on is gone: the local Ray's GCS or raylet has ended, or Ray gave no
+    answer for minutes."""
+
+
+#: Seconds of one slice of a wait on Ray, after which the driver checks that its local Ray runs.
+WAIT_SLICE_S = 1.0
+#: Seconds without an answer from Ray after which the driver gives up on it (a cluster's failure
+#: that no local process shows).
+ANSWER_S = 120.0
+#: ... after Ctrl-C or SIGTERM, when the running cells' last checkpoints are fetched.
+INTERRUPTED_ANSWER_S = 2.0
+#: Seconds between two questions to Ray about the cluster's CPUs.
+CPU_REFRESH_S = 30.0
+#: Seconds :func:`stop_ray` gives Ray's own shutdown before it ends the local Ray's processes itself.
+STOP_S = 5.0
+
+
+def check_alive() -> None:
+    """Raise :class:`RayLostError` when the local Ray of this driver has lost its GCS or raylet."""
+    reason = local_ray.lost()
+    if reason is not None:
+        raise RayLostError(f"the local Ray stopped: {reason}")
+
+
+def get(ref: ray.ObjectRef, what: str, patience_s: float = ANSWER_S) -> object:
+    """``ray.get(ref)`` in slices of :data:`WAIT_SLICE_S`, checking between them that the local Ray
+    runs; :class:`RayLostError` after ``patience_s`` without an answer."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        check_alive()
+        try:
+            return ray.get(ref, timeout=min(WAIT_SLICE_S, max(0.01, deadline - time.monotonic())))
+        except ray.exceptions.GetTimeoutError:
+            if time.monotonic() >= deadline:
+                raise RayLostError(f"Ray gave no answer to {what} in {patience_s:.0f} s") from None
+
+
+class CpuCount:
+    """The cluster's CPUs, which the driver's loop reads at every turn. Ray answers from its GCS,
+    and when the GCS is gone ``ray.cluster_resources()`` blocks for a minute, deaf to signals: so Ray
+    is asked in a thread, at most every :data:`CPU_REFRESH_S`, and the last answer serves meanwhile
+    (a local Ray's count never changes; a cluster's follows its autoscaler). 1 until Ray answers."""
+
+    def __init__(self) -> None:
+        self.node: object = None
+        self.value: int | None = None
+        self.asked = -float("inf")
+        self.thread: threading.Thread | None = None
+
+    def _ask(self) -> None:
+        with contextlib.suppress(Exception):
+            self.value = max(1, int(ray.cluster_resources().get("CPU", 0)))
+
+    def __call__(self, wait_s: float = 10.0) -> int:
+        node = _node()
+        if node is not self.node:  # another Ray than the one counted
+            self.node, self.value, self.asked = node, None, -float("inf")
+        now = time.monotonic()
+        if now - self.asked >= CPU_REFRESH_S and not (self.thread and self.thread.is_alive()):
+            self.asked = now
+            self.thread = threading.Thread(target=self._ask, name="cpu-count", daemon=True)
+            self.thread.start()
+        if self.value is None and self.thread is not None:
+            self.thread.join(wait_s)
+        return self.value or 1
+
+
+cluster_cpus = CpuCount()
+
+
+def _stop_at_once(code: int, held: interrupts.deferred) -> None:
+    """:func:`stop_ray`'s backstop, in a thread: Ray's shutdown took more than :data:`STOP_S`."""
+    print(f"harness.run: Ray did not shut down within {STOP_S:.0f} s; its processes are ended",
+          file=sys.stderr, flush=True)
+    local_ray.stop_watchdog()
+    if held.received:
+        interrupts.report()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    os._exit(interrupts.exit_code(held.received[0]) if held.received else code)
+
+
+def stop_ray(code: int = 0, lost: bool = False) -> int:
+    """Shut down the Ray that :func:`start_ray` started or joined (a Ray started otherwise is its
+    starter's), within :data:`STOP_S` (then its processes are ended, and this process exits with
+    ``code``); a local Ray's processes are all gone when it returns. Ctrl-C and SIGTERM are held
+    meanwhile: returns ``code``, or, when one came and the run was not interrupted already, its exit
+    code (after the "interrupted" line). With ``lost``, the Ray is gone: nothing is asked of it, and
+    this process then exits at once (``os._exit``: Ray's exit handlers would wait on the dead Ray)."""
+    started, _started[0] = _started[0], None
+    if started is None:
+        return code
+    with interrupts.deferred(raise_after=False) as held:
+        backstop = threading.Timer(STOP_S, _stop_at_once, args=(code, held))
+        backstop.daemon = True
+        backstop.start()
+        if not lost and ray.is_initialized() and _node() is started[0]:
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+        local_ray.stop_watchdog()
+        backstop.cancel()
+    if held.received and code not in (interrupts.EXIT_SIGINT, interrupts.EXIT_SIGTERM):
+        interrupts.report()
+        code = interrupts.exit_code(held.received[0])
+    if lost:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+    return code
 
 
 #: Seconds between progress lines when stderr is not a terminal.
@@ -383,10 +597,7 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
     order = sorted(range(len(cells)), key=lambda i: -costs[i])
     queue = [cells[i] for i in order]
     cost_of = {cells[i]: costs[i] for i in range(len(cells))}
-    def cluster_cpus() -> int:  # an autoscaling cluster grows (and shrinks) while the grid runs
-        return max(1, int(ray.cluster_resources().get("CPU", 0)))
-
-    cpus = cluster_cpus()
+    cpus = cluster_cpus()  # counted anew now and then: an autoscaling cluster grows (and shrinks)
     attempts: dict[CellSpec, int] = {}
     info = provenance()
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
@@ -415,19 +626,20 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
     keeper = new_keeper(set()) if checkpoints else None
     unsaved: set[CellSpec] = set()
 
-    def keeper_call(method: str, *args: object) -> object:
-        """``ray.get`` of a keeper call; a dead keeper is replaced by a new one (from the stored
+    def keeper_call(method: str, *args: object, patience_s: float = ANSWER_S) -> object:
+        """:func:`get` of a keeper call; a dead keeper is replaced by a new one (from the stored
         checkpoints: the running cells' newer ones that were not flushed yet are lost) and the call
-        is made again on it."""
+        is made again on it, unless the local Ray itself is gone (:class:`RayLostError`)."""
         nonlocal keeper
         try:
-            return ray.get(getattr(keeper, method).remote(*args))
+            return get(getattr(keeper, method).remote(*args), f"the checkpoint keeper's {method}", patience_s)
         except ray.exceptions.RayActorError as error:
+            check_alive()  # a keeper that died with its raylet: no new one on a dead node
             print(f"the checkpoint keeper died ({type(error).__name__}); a new one takes over from the "
                   "stored checkpoints; cells already running keep going without checkpoints",
                   file=sys.stderr)
             keeper = new_keeper(set(outcome.done) | set(outcome.failed))
-            return ray.get(getattr(keeper, method).remote(*args))
+            return get(getattr(keeper, method).remote(*args), f"the checkpoint keeper's {method}", patience_s)
 
     total_iterations = {spec: cell_iterations(spec) for spec in cells if spec.kind == "bo"}
     iteration_of: dict[CellSpec, int] = {}  # running cells' last finished iteration
@@ -451,12 +663,12 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
             write_progress(out, running)
             progress_written[:] = [now, state]
 
-    def flush() -> None:
+    def flush(patience_s: float = ANSWER_S) -> None:
         """Write the checkpoints the running cells made since the last flush (one that cannot be
         written costs that cell its resume point, said once, never the grid), and note their
         iterations."""
         if keeper is not None:
-            taken, progress = keeper_call("take")
+            taken, progress = keeper_call("take", patience_s=patience_s)
             for spec, iteration in progress.items():
                 if spec in total_iterations and spec in in_flight.values():
                     iteration_of[spec] = iteration
@@ -511,17 +723,20 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
 
     try:
         while queue or in_flight:
+            check_alive()  # a dead GCS or raylet is noticed here within a turn, about a second
             cpus = cluster_cpus()
             while queue and len(in_flight) < (max_in_flight or 2 * cpus):
                 submit(queue.pop(0))
             refresh()
-            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=WAIT_SLICE_S)
             flush()
             for ref in ready:
                 spec = in_flight.pop(ref)
                 iteration_of.pop(spec, None)
                 try:
-                    reply = ray.get(ref)
+                    reply = get(ref, f"the result of {cell_label(spec)}")
+                except RayLostError:
+                    raise
                 except Exception as error:  # its worker or node died (the task catches the rest)
                     message = f"{type(error).__name__}: {condense_ray_message(str(error))}"
                     attempts[spec] = attempts.get(spec, 0) + 1
@@ -569,14 +784,21 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
                 eta.finished(spec, reply.get("seconds") if whole else None)
                 bar.update(1)
         refresh()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:
         outcome.interrupted = True
-        with contextlib.suppress(BaseException):  # keep what the interrupted cells reached
-            flush()
-        for ref in in_flight:
-            with contextlib.suppress(Exception):  # Ray itself may be going down with the same Ctrl-C
-                ray.cancel(ref, force=True)
+        outcome.terminated = interrupts.exit_code(error) == interrupts.EXIT_SIGTERM
+        # a second Ctrl-C or SIGTERM does not cut this short; each step has a time limit
+        with interrupts.deferred(raise_after=False):
+            if local_ray.lost() is None:
+                with contextlib.suppress(Exception):  # keep what the interrupted cells reached
+                    flush(INTERRUPTED_ANSWER_S)
+                for ref in in_flight:
+                    with contextlib.suppress(Exception):  # Ray itself may be going down with the same Ctrl-C
+                        ray.cancel(ref, force=True)
         outcome.unrun = list(in_flight.values()) + queue
+    except RayLostError:
+        _RayMessages.silent = True
+        raise
     finally:
         bar.close()
         with contextlib.suppress(Exception):  # advisory: a store that refuses it costs nothing

@@ -15,26 +15,23 @@ What exists, running nothing: ``--list`` (the named grids, the algorithms and th
 Bad input (unknown names, alpha outside (0, 1), negative seed or iterations, bad algorithm options,
 an --out that cannot be written) gives a one-line error and exit code 2, before anything is
 computed or written. A cell that raises while it runs gives a one-line error and exit code 1, and
-writes nothing.
+writes nothing. Ctrl-C gives exit code 130 and SIGTERM 143, at any moment from the first line (the
+handlers are in place before the slow imports) to the end of the shutdown, with one "interrupted"
+line and never a traceback (:mod:`harness.interrupts`).
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import sys
 
-
-def _interrupted(*_: object) -> None:
-    """Ctrl-C while torch, BoTorch and Ray load (seconds): one line and exit 130, like Ctrl-C later.
-    ``os._exit``, because an exception raised inside an extension's import (numpy's) is turned into
-    an ImportError with a traceback; nothing is open or written yet."""
-    print("harness.run: interrupted", file=sys.stderr, flush=True)
-    os._exit(130)
-
+import harness.interrupts as interrupts
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGINT, _interrupted)
+    # Ctrl-C or SIGTERM while torch, BoTorch and Ray load (seconds): one line and exit 130 or 143 at
+    # once (``os._exit``: an exception raised inside an extension's import, numpy's, is turned into
+    # an ImportError with a traceback; nothing is open or written yet)
+    interrupts.set_handlers(interrupts.exit_at_once)
 
 import argparse
 import math
@@ -75,9 +72,9 @@ seed) and store each cell's rows as Parquet. Two modes:
 """
 
 EPILOG = """\
-Exit codes: 0 done (a grid: every available cell); 1 a cell failed; 2 bad
-input (one line on stderr, before anything is computed or written); 130
-interrupted (Ctrl-C, SIGTERM).
+Exit codes: 0 done (a grid: every available cell); 1 a cell failed (a
+grid: or its local Ray stopped); 2 bad input (one line on stderr, before
+anything is computed or written); 130 interrupted by Ctrl-C, 143 by SIGTERM.
 """
 
 #: The column at which every section of ``--help`` starts its options' help.
@@ -252,15 +249,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on Ctrl-C is KeyboardInterrupt
+def cli() -> None:
+    """The command: :func:`main` with Ctrl-C and SIGTERM honoured (130, 143; one line, never a
+    traceback) and a reader that leaves a pipe early (141); exits."""
+    interrupts.install()  # from here on Ctrl-C is KeyboardInterrupt, SIGTERM Terminated
     try:
         code = main()
         sys.stdout.flush()  # here, so that a reader that has left is caught below
-    except KeyboardInterrupt:  # the grid handles its own; this is the single cell, or parsing
-        print("harness.run: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as error:  # the grid handles its own; this is the single cell, or parsing
+        interrupts.set_handlers(interrupts.exit_at_once)
+        interrupts.report()
+        sys.exit(interrupts.exit_code(error))
     except BrokenPipeError:  # the reader left (``--list | head``): stop quietly, as SIGPIPE would
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
         sys.exit(141)
+    interrupts.set_handlers(interrupts.exit_at_once)  # all is closed: a signal now ends it at once
     sys.exit(code)
+
+
+if __name__ == "__main__":
+    cli()

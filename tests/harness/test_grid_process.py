@@ -131,14 +131,14 @@ def _start_interruptible(grid_file: Path, out: Path) -> subprocess.Popen:
 
 def _interrupt(driver: subprocess.Popen, group: bool, sig: int = signal.SIGINT) -> tuple[str, str]:
     """SIGINT (or ``sig``) to the driver alone (kill -INT) or to its whole process group (a
-    terminal's Ctrl-C, which reaches Ray's workers too); asserts exit 130, no traceback, and nothing
-    left running."""
+    terminal's Ctrl-C, which reaches Ray's workers too); asserts exit 130 (143 for SIGTERM), no
+    traceback, and nothing left running."""
     if group:
         os.killpg(driver.pid, sig)
     else:
         os.kill(driver.pid, sig)
     stdout, stderr = driver.communicate(timeout=60)
-    assert driver.returncode == 130, stderr[-2000:]
+    assert driver.returncode == 128 + sig, stderr[-2000:]
     assert "Traceback" not in stderr and "interrupted" in stdout + stderr, stderr[-2000:]
     time.sleep(2)
     with contextlib.suppress(ProcessLookupError):  # Ray shut down with the driver: nothing left

@@ -1,0 +1,120 @@
+"""Ctrl-C (SIGINT) and SIGTERM as the harness's commands honour them, at every moment from the first
+line to the end of shutdown: the command stops within seconds, says so in one line ("interrupted"),
+never with a traceback, and exits with 130 after SIGINT and 143 after SIGTERM (128 + the signal, as
+a shell reports a process ended by it).
+
+Three modes, one per phase of a command's life:
+
+* :func:`exit_at_once` while nothing is open (the imports at the start, the end after shutdown): the
+  line, then ``os._exit``. An exception raised inside an extension's import (numpy's) can come out
+  as an ImportError with a traceback, so the imports are never interrupted by one.
+* :func:`install` while the command works: SIGINT raises :class:`KeyboardInterrupt`, SIGTERM
+  :class:`Terminated` (a KeyboardInterrupt), so that one path handles both and
+  :func:`exit_code` tells them apart.
+* :class:`deferred` while something must not be cut half-way (``ray.init``, Ray's shutdown): a
+  signal is recorded and acted on afterwards.
+
+Stdlib only: imported before the slow imports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+#: Whether this process has printed its "interrupted" line (there is one, whatever arrives).
+_reported = [False]
+#: The signal :func:`install`'s handler last raised as an exception. Ray's waits turn any exception
+#: of a signal handler into a plain KeyboardInterrupt: this tells which signal it was.
+_raised: list[int | None] = [None]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a scheduler ending a job), raised where Ctrl-C raises KeyboardInterrupt."""
+
+
+def exit_code(error: BaseException | int | None = None) -> int:
+    """143 for :class:`Terminated` or SIGTERM (a KeyboardInterrupt raised for SIGTERM too), else 130."""
+    if isinstance(error, Terminated) or error == signal.SIGTERM:
+        return EXIT_SIGTERM
+    if type(error) is KeyboardInterrupt and _raised[0] == signal.SIGTERM:
+        return EXIT_SIGTERM
+    return EXIT_SIGINT
+
+
+def interruption(signum: int) -> KeyboardInterrupt:
+    """The exception that stands for signal ``signum``."""
+    return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def report(text: str = "harness.run: interrupted", file=None) -> None:
+    """Print the one "interrupted" line of this process (later calls print nothing)."""
+    if not _reported[0]:
+        _reported[0] = True
+        print(text, file=file or sys.stderr, flush=True)
+
+
+def reported() -> bool:
+    return _reported[0]
+
+
+def exit_at_once(signum: int, frame: object = None) -> None:
+    """A signal handler: the line (unless said already), then exit at once with 128 + ``signum``."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    with contextlib.suppress(Exception):
+        report()
+    os._exit(exit_code(signum))
+
+
+def _raise(signum: int, frame: object) -> None:
+    _raised[0] = signum
+    raise interruption(signum)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def set_handlers(handler) -> None:
+    """``handler`` for SIGINT and SIGTERM (only the main thread can set them: elsewhere, nothing)."""
+    if _main_thread():
+        for signum in SIGNALS:
+            signal.signal(signum, handler)
+
+
+def install() -> None:
+    """SIGINT raises KeyboardInterrupt, SIGTERM :class:`Terminated`."""
+    set_handlers(_raise)
+
+
+class deferred:  # noqa: N801 (used as a context manager, like contextlib's)
+    """Inside, SIGINT and SIGTERM are recorded (``.received``), not raised. On leaving, the handlers
+    before are back and, with ``raise_after``, the first signal recorded is raised as its exception."""
+
+    def __init__(self, raise_after: bool = True) -> None:
+        self.raise_after = raise_after
+        self.received: list[int] = []
+        self.previous: dict[int, object] = {}
+
+    def _record(self, signum: int, frame: object) -> None:
+        self.received.append(signum)
+
+    def __enter__(self) -> deferred:
+        if _main_thread():
+            self.previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
+            set_handlers(self._record)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        if self.raise_after and self.received:
+            raise interruption(self.received[0])
