@@ -60,6 +60,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.power import holm, power, seeds_for_power
+
 SIGNIFICANCE = 0.05
 MIN_SEEDS = 5
 EQUIVALENCE_MARGIN = 0.5  # log10 units: final regrets within a factor of about 3.16
@@ -101,7 +103,15 @@ CLAIMS = {
 
 @dataclass
 class Sub:
-    """One row of the claims table: a sub-claim under one variant, by one statistic."""
+    """One row of the claims table: a sub-claim under one variant, by one statistic.
+
+    ``p_value`` is the raw p of the sub-claim's own test, ``p_against`` that of the evidence against it
+    (``against`` says which: B significantly lower, equivalence, apart beyond the margin); ``p_holm``
+    and ``p_against_holm`` are Holm-adjusted within the claim's family (same claim, variant and
+    statistic; ``family`` sub-claims). ``verdict`` is decided on the adjusted values,
+    ``verdict_unadjusted`` on the raw ones. ``effect_mean`` and ``effect_sd``: mean and sd of the paired
+    differences; ``power_10`` and ``seeds_80``: see :mod:`analysis.power`.
+    """
 
     claim: str
     problem: str
@@ -116,6 +126,17 @@ class Sub:
     test: str
     data: str
     note: str = ""
+    kind: str = ""  # "beats", "on_par", "cheaper" or "queries"
+    p_against: float = float("nan")
+    against: str = ""
+    p_holm: float = float("nan")
+    p_against_holm: float = float("nan")
+    family: int = 0
+    verdict_unadjusted: str = ""
+    effect_mean: float = float("nan")
+    effect_sd: float = float("nan")
+    power_10: float = float("nan")
+    seeds_80: float = float("nan")
 
 
 #: Above this many nonzero differences the signed-rank p-value uses the normal approximation.
@@ -322,18 +343,13 @@ def _effect(d: np.ndarray) -> tuple[str, float]:
     return f"median d(log10 A - log10 B) = {median:+.3f}; rank-biserial r = {rank_biserial(d):+.2f}", median
 
 
-def _beats_verdict(d: np.ndarray) -> tuple[str, float, str]:
-    """Verdict, p-value and note of "A lower than B" on the paired differences ``d``."""
-    p, p_opposite, p_equivalent = signed_rank_p(d, "less"), signed_rank_p(d, "greater"), tost_p(d)
-    if len(d) < MIN_SEEDS:
-        return INCONCLUSIVE, p, f"fewer than {MIN_SEEDS} paired seeds"
-    if p < SIGNIFICANCE:
-        return REPRODUCED, p, ""
-    if p_opposite < SIGNIFICANCE:
-        return NOT_REPRODUCED, p, f"B significantly lower (p={p_opposite:.3g})"
-    if p_equivalent < SIGNIFICANCE:
-        return NOT_REPRODUCED, p, f"equivalent within +-{EQUIVALENCE_MARGIN} (TOST p={p_equivalent:.3g})"
-    return INCONCLUSIVE, p, ""
+def _beats_tests(d: np.ndarray) -> tuple[float, float, str]:
+    """p of "A lower than B" on the paired differences ``d``, and the p of the evidence against it:
+    B significantly lower, or the two equivalent within the margin (the smaller, and which)."""
+    p_opposite, p_equivalent = signed_rank_p(d, "greater"), tost_p(d)
+    if p_opposite <= p_equivalent:
+        return signed_rank_p(d, "less"), p_opposite, "B significantly lower"
+    return signed_rank_p(d, "less"), p_equivalent, f"equivalent within +-{EQUIVALENCE_MARGIN} (TOST)"
 
 
 def non_equivalence_p(d: np.ndarray, margin: float = EQUIVALENCE_MARGIN) -> float:
@@ -346,40 +362,58 @@ def non_equivalence_p(d: np.ndarray, margin: float = EQUIVALENCE_MARGIN) -> floa
     return min(1.0, 2 * min(signed_rank_p(d - margin, "greater"), signed_rank_p(d + margin, "less")))
 
 
-def _on_par_verdict(d: np.ndarray) -> tuple[str, float, str]:
-    """Verdict, p-value (TOST) and note of "A on par with B" on the paired differences ``d``."""
-    p, p_apart = tost_p(d), non_equivalence_p(d)
-    if len(d) < MIN_SEEDS:
-        return INCONCLUSIVE, p, f"fewer than {MIN_SEEDS} paired seeds"
-    if p < SIGNIFICANCE:
-        return REPRODUCED, p, ""
-    if p_apart < SIGNIFICANCE:
-        return NOT_REPRODUCED, p, f"apart by more than the margin (non-equivalence p={p_apart:.3g})"
-    return INCONCLUSIVE, p, ""
+def _on_par_tests(d: np.ndarray) -> tuple[float, float, str]:
+    """p of "A on par with B" (TOST) on ``d``, and of the evidence against it (non-equivalence)."""
+    return tost_p(d), non_equivalence_p(d), "apart by more than the margin (non-equivalence)"
+
+
+def decide(n: int, p: float, p_against: float, against: str, level: float = SIGNIFICANCE
+           ) -> tuple[str, str]:
+    """Verdict and note of a tested sub-claim from its p-values (raw or adjusted): inconclusive below
+    :data:`MIN_SEEDS` seeds; reproduced if p < level; not reproduced if the evidence against it is
+    (p_against < level); inconclusive otherwise."""
+    if n < MIN_SEEDS:
+        return INCONCLUSIVE, f"fewer than {MIN_SEEDS} paired seeds"
+    if p < level:
+        return REPRODUCED, ""
+    if p_against < level:
+        return NOT_REPRODUCED, f"{against} (p={p_against:.3g})"
+    return INCONCLUSIVE, ""
 
 
 def _regret_subs(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str, kind: str) -> list[Sub]:
-    """The rows of a regret sub-claim (``kind`` "beats" or "on_par"): every variant x statistic."""
+    """The rows of a regret sub-claim (``kind`` "beats" or "on_par"): every variant x statistic.
+    Verdicts here are the unadjusted ones; :func:`adjust` decides them within the claim."""
     if kind == "beats":
-        test, rule = "Wilcoxon signed-rank, paired by seed, one-sided (A lower)", _beats_verdict
+        test, tests = "Wilcoxon signed-rank, paired by seed, one-sided (A lower)", _beats_tests
     else:
         test = (f"TOST by two one-sided Wilcoxon signed-rank tests, margin +-{EQUIVALENCE_MARGIN} log10; "
                 "not reproduced on non-equivalence at the margin")
-        rule = _on_par_verdict
+        tests = _on_par_tests
     rows = []
     for variant, merged, pair_note in variants(cells, problem, a, b, "var"):
         for statistic, what in STATISTICS.items():
             data = _data_text(problem, a, b, merged, what)
             if merged.empty:
                 rows.append(Sub(claim, problem, f"{a} vs {b}", statistic, variant, NOT_RUN, 0, float("nan"),
-                                "", float("nan"), test, data, pair_note))
+                                "", float("nan"), test, data, pair_note, kind))
                 continue
             d = (merged[f"{statistic}_a"] - merged[f"{statistic}_b"]).to_numpy(float)
-            verdict, p, note = rule(d)
-            effect, value = _effect(d)
-            rows.append(Sub(claim, problem, f"{a} vs {b}", statistic, variant, verdict, len(d), p, effect,
-                            value, test, data, _join(pair_note, note)))
+            rows.append(_tested(claim, problem, f"{a} vs {b}", statistic, variant, d, tests, kind, test,
+                                data, pair_note, *_effect(d)))
     return rows
+
+
+def _tested(claim: str, problem: str, comparison: str, statistic: str, variant: str, d: np.ndarray,
+            tests, kind: str, test: str, data: str, pair_note: str, effect: str, value: float) -> Sub:
+    """A sub-claim tested on its paired differences ``d``, with its unadjusted verdict (the note of the
+    verdict comes with the adjusted one, :func:`adjust`)."""
+    p, p_against, against = tests(d)
+    verdict = decide(len(d), p, p_against, against)[0]
+    sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
+    return Sub(claim, problem, comparison, statistic, variant, verdict, len(d), p, effect, value, test, data,
+               pair_note, kind, p_against, against, verdict_unadjusted=verdict,
+               effect_mean=float(np.mean(d)), effect_sd=sd)
 
 
 def beats(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> list[Sub]:
@@ -400,24 +434,18 @@ def cheaper(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> li
         data = _data_text(problem, a, b, merged, "per-iteration acquisition time")
         if merged.empty:
             rows.append(Sub(claim, problem, f"{a} vs {b}", "time", variant, NOT_RUN, 0, float("nan"), "",
-                            float("nan"), test, data, pair_note))
+                            float("nan"), test, data, pair_note, "cheaper"))
             continue
         ta, tb = merged["time_a"].to_numpy(float), merged["time_b"].to_numpy(float)
         d = np.log10(ta) - np.log10(tb)
-        p = signed_rank_p(d, "less")
-        note = ""
-        if len(d) < MIN_SEEDS:
-            verdict, note = INCONCLUSIVE, f"fewer than {MIN_SEEDS} paired seeds"
-        elif p < SIGNIFICANCE:
-            verdict = REPRODUCED
-        elif signed_rank_p(d, "greater") < SIGNIFICANCE:
-            verdict = NOT_REPRODUCED
-        else:
-            verdict = INCONCLUSIVE
         ratio = float(np.median(tb / ta))
-        rows.append(Sub(claim, problem, f"{a} vs {b}", "time", variant, verdict, len(d), p,
-                        f"median time ratio B / A = {ratio:.3g}", ratio, test, data, _join(pair_note, note)))
+        rows.append(_tested(claim, problem, f"{a} vs {b}", "time", variant, d, _cheaper_tests, "cheaper",
+                            test, data, pair_note, f"median time ratio B / A = {ratio:.3g}", ratio))
     return rows
+
+
+def _cheaper_tests(d: np.ndarray) -> tuple[float, float, str]:
+    return signed_rank_p(d, "less"), signed_rank_p(d, "greater"), "B significantly cheaper"
 
 
 def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str) -> Sub:
@@ -440,7 +468,7 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str) -> Su
     if merged.empty:
         data = f"{vucb} vs {STABLEOPT} on {problem}: queries x, z"
         return Sub(claim, problem, f"{vucb} vs {STABLEOPT}", "queries", DEFAULT_VARIANT, NOT_RUN, 0,
-                   float("nan"), "", float("nan"), statistic, data, "; ".join(notes))
+                   float("nan"), "", float("nan"), statistic, data, "; ".join(notes), "queries")
     xa, xb = (np.stack(merged[c].to_numpy()) for c in ("x_a", "x_b"))
     za, zb = (np.stack(merged[c].to_numpy()) for c in ("z_a", "z_b"))
     merged["x_match"] = np.max(np.abs(xa - xb), axis=1) <= QUERY_TOLERANCE
@@ -475,7 +503,7 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str) -> Su
         effect += f", {n_tie} identical until a choice among tied z"
     effect += f"; {fraction:.1%} of iterations identical"
     return Sub(claim, problem, f"{vucb} vs {STABLEOPT}", "queries", DEFAULT_VARIANT, verdict, n, float("nan"),
-               effect, fraction, statistic, data, "; ".join(notes))
+               effect, fraction, statistic, data, "; ".join(notes), "queries", verdict_unadjusted=verdict)
 
 
 def claims_table(frame: pd.DataFrame, finals: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -509,10 +537,42 @@ def claims_table(frame: pd.DataFrame, finals: pd.DataFrame | None = None) -> pd.
         subs.append(Sub("C8", "(every problem)", f"vucb-* vs {RHOKG}", "time", DEFAULT_VARIANT, NOT_RUN, 0,
                         float("nan"), "", float("nan"),
                         "Wilcoxon signed-rank on log10 per-cell median t_acq_s",
-                        "V-UCB vs rho-KG^apx: per-iteration acquisition time", f"no {RHOKG} cells"))
+                        "V-UCB vs rho-KG^apx: per-iteration acquisition time", f"no {RHOKG} cells",
+                        "cheaper"))
     for p in (*DISCRETE, *CONTINUOUS, *SIMULATED):
         subs += beats(cells, "C9", p, "vucb-prob", RANDOM)
-    return pd.DataFrame([vars(s) for s in subs])
+    return adjust(pd.DataFrame([vars(s) for s in subs]))
+
+
+#: The sub-claims of one claim tested together: Holm's adjustment runs within each family.
+FAMILY = ["claim", "variant", "statistic"]
+
+
+def adjust(table: pd.DataFrame) -> pd.DataFrame:
+    """Holm-adjust ``p_value`` and ``p_against`` within each family (:data:`FAMILY`; the tested
+    sub-claims of one claim under one variant by one statistic), decide every tested sub-claim's
+    ``verdict`` on the adjusted values (``verdict_unadjusted`` keeps the raw decision), and add the
+    power of its test at 10 seeds and the seeds 80 % power needs (:mod:`analysis.power`), at the
+    family's Bonferroni level, the strictest step of Holm's."""
+    table = table.copy()
+    tested = table["p_value"].notna()
+    for _, index in table.loc[tested].groupby(FAMILY, sort=False).groups.items():
+        table.loc[index, "p_holm"] = holm(table.loc[index, "p_value"].to_numpy(float))
+        table.loc[index, "p_against_holm"] = holm(table.loc[index, "p_against"].to_numpy(float))
+        table.loc[index, "family"] = len(index)
+    for i in table.index[tested]:
+        row = table.loc[i]
+        verdict, note = decide(int(row["n_seeds"]), row["p_holm"], row["p_against_holm"], row["against"])
+        table.loc[i, "verdict"] = verdict
+        table.loc[i, "note"] = _join(row["note"], note.replace("(p=", "(Holm-adjusted p="))
+        kind = "on_par" if row["kind"] == "on_par" else "beats"
+        level = SIGNIFICANCE / max(int(table.loc[i, "family"]), 1)
+        name = "|".join(str(row[k]) for k in ("claim", "problem", "comparison", "statistic", "variant"))
+        table.loc[i, "power_10"] = power(row["effect_mean"], row["effect_sd"], 10, kind, level,
+                                         EQUIVALENCE_MARGIN, name)
+        table.loc[i, "seeds_80"] = seeds_for_power(row["effect_mean"], row["effect_sd"], kind, level,
+                                                   EQUIVALENCE_MARGIN, name)
+    return table
 
 
 def _combine(verdicts: list[str]) -> str:

@@ -67,9 +67,11 @@ def pivot_tables(summary: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, pd.Data
         regret = part.assign(text=part.apply(_regret_text, axis=1))
         regret_pivot = (regret.pivot_table(index=ROW_KEYS, columns="series", values="text", aggfunc="first")
                         .reindex(columns=columns).fillna("").reset_index())
+        # the regret pivot's rows (only settings some series has), not every product of their keys
+        rows = pd.MultiIndex.from_frame(regret_pivot[ROW_KEYS])
         timing_pivot = (part.pivot_table(index=ROW_KEYS, columns="series", values="acq_s_median",
                                          aggfunc="first", dropna=False)
-                        .reindex(columns=columns).reset_index())
+                        .reindex(index=rows, columns=columns).reset_index())
         for column in columns:
             timing_pivot[column] = timing_pivot[column].map(lambda v: "" if pd.isna(v) else f"{v:.3g}")
         regret_pivot, timing_pivot = (pivot.rename(columns={"iterations": "T"}).rename_axis(columns=None)

@@ -78,3 +78,14 @@ def test_one_table_per_target_and_names_with_options_only_where_needed() -> None
     regret_pivot, _, note = pivots["cvar"]
     assert regret_pivot["botorch-risk"].tolist() == ["-9.00 [-9.00, -9.00]"]  # every seed at the floor
     assert note == "5 seeds per cell. Seeds at the floor at the end: branin-1-1-discrete botorch-risk: 5."
+
+
+def test_the_timing_table_has_the_rows_of_the_regret_table_not_every_product_of_their_keys() -> None:
+    """Two problems at different T and alpha: 2 settings, not 2 problems x 2 alphas x 2 T = 8 rows."""
+    regret = np.full((3, 4), 1e-2)
+    first = _series(regret, "branin-1-1-discrete", "random")
+    second = _series(regret[:, :3], "goldstein-1-1-discrete", "random").assign(alpha=0.2)
+    regret_pivot, seconds, _ = _tables(pd.concat([first, second]))[1]["var"]
+    assert len(regret_pivot) == 2
+    pd.testing.assert_frame_equal(seconds[["problem", "alpha", "T"]], regret_pivot[["problem", "alpha", "T"]])
+    assert list(seconds["random"]) == ["0.5", "0.5"]
