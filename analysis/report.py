@@ -178,23 +178,18 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR) -> dict
     """
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    frame, metas = load_results(results)
+    frame, metas, duplicates = read_frame(results, floor)
     timings = read_timings(results)
     if frame.empty and timings.empty:
         raise ValueError(f"{results} holds no finished cells (no *.parquet outside '_'/'.' folders)")
+    t_read = time.perf_counter() - started
     doc = Document(f"varbo-bench report: {results}")
     paths: dict[str, Path] = {}
     n_cells = 0
-    t_read = time.perf_counter() - started
     if not frame.empty:
-        frame, duplicates = drop_duplicate_cells(frame, metas)
         if not duplicates.empty:
             print(f"analysis.report: {len(duplicates)} cell(s) stored twice with identical rows are counted "
                   "once (the report's Provenance lists them)", file=sys.stderr)
-        frame = regret_against_best_found(normalise(frame))
-        check_regret(frame)
-        frame = with_log_regret(frame, floor)
-        t_read = time.perf_counter() - started
         n_cells = _bo_part(doc, results, out, frame, metas, floor, paths, duplicates)
     if not timings.empty:
         n_cells += complexity_section(doc, timings, out, paths)
@@ -205,34 +200,52 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR) -> dict
     return paths
 
 
-def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas: dict, floor: float,
-             paths: dict[str, Path], duplicates: pd.DataFrame) -> int:
-    """Figures, tables and the report's sections for the BO cells; returns the number of cells."""
+def read_frame(results: Path, floor: float = DEFAULT_FLOOR) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+    """The BO rows of ``results`` as the report uses them (one file per cell, regret against the best
+    found where no optimum is known, checked, with ``log10_regret``), the cells' metadata by spec
+    hash, and the cells stored twice with identical rows (counted once)."""
+    frame, metas = load_results(results)
+    duplicates = pd.DataFrame()
+    if not frame.empty:
+        frame, duplicates = drop_duplicate_cells(frame, metas)
+        frame = regret_against_best_found(normalise(frame))
+        check_regret(frame)
+        frame = with_log_regret(frame, floor)
+    return frame, metas, duplicates
+
+
+def report_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Every table of the report's BO part, by the name of its CSV (and ``panels``, the figures'
+    layout, which is no CSV): what the figures are drawn from and the claims decided on."""
     bands = band_table(frame)
     panels = assign_figures(bands)
     bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
-    finals = final_rows(frame)
-    claims = claims_table(frame, finals)
-    verdicts = overall(claims)
+    claims = claims_table(frame)
     timing = timing_table(frame)
-    ratios = ratio_table(timing)
+    finals = final_rows(frame)
+    return {
+        "panels": panels,
+        "bands": bands[["figure", *[c for c in bands.columns if c != "figure"]]],
+        "final_table": final_summary(bands, timing), "timing": timing, "timing_ratio": ratio_table(timing),
+        "claims": claims, "claims_overall": overall(claims), "lower_bounds": beaten_bounds(frame),
+        **aggregate_tables(frame),
+        "final_regret": finals[["problem", "algorithm", "options", "alpha", "target", "iterations", "seed",
+                                "iteration", "regret", "regret_basis", "at_floor", "log10_regret"]],
+    }
+
+
+def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas: dict, floor: float,
+             paths: dict[str, Path], duplicates: pd.DataFrame) -> int:
+    """Figures, tables and the report's sections for the BO cells; returns the number of cells."""
+    tables = report_tables(frame)
+    panels, bands = tables.pop("panels"), tables["bands"]
     status = cell_status(results, metas)
     status["duplicates"] = duplicates
-    bounds = beaten_bounds(frame)
-
-    bands_out = bands[["figure", *[c for c in bands.columns if c != "figure"]]]
-    summary = final_summary(bands, timing)
-    aggregates = aggregate_tables(frame)
-    for name, table in (("bands", bands_out), ("final_table", summary), ("timing", timing),
-                        ("timing_ratio", ratios), ("claims", claims), ("claims_overall", verdicts),
-                        ("lower_bounds", bounds), *aggregates.items()):
+    for name, table in tables.items():
         paths[f"{name}.csv"] = out / f"{name}.csv"
         table.to_csv(paths[f"{name}.csv"], index=False)
     paths["bands.parquet"] = out / "bands.parquet"
-    bands_out.to_parquet(paths["bands.parquet"], index=False)
-    paths["final_regret.csv"] = out / "final_regret.csv"
-    finals[["problem", "algorithm", "options", "alpha", "target", "iterations", "seed", "iteration", "regret",
-            "regret_basis", "at_floor", "log10_regret"]].to_csv(paths["final_regret.csv"], index=False)
+    bands.to_parquet(paths["bands.parquet"], index=False)
 
     styles = series_styles(list(zip(frame["algorithm"], frame["options"], strict=True)))
     unknown = frame.loc[frame["regret_basis"] == BEST_FOUND]
@@ -241,12 +254,12 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     if not unknown.empty:  # their true values, which do not depend on what else is in the folder
         values = unknown.assign(achieved=achieved(unknown))
         figures.append(value_figure(band_table(values, value="achieved"), styles, out))
-    figures.append(timing_figure(timing, styles, out))
+    figures.append(timing_figure(tables["timing"], styles, out))
     for name, _, fig_paths in figures:
         paths[f"{name}.png"], paths[f"{name}.pdf"] = fig_paths["png"], fig_paths["pdf"]
-    _document(doc, results, frame, summary, panels, claims, verdicts, timing, ratios, status, figures, floor,
-              bounds)
-    aggregate_section(doc, aggregates)
+    _document(doc, results, frame, tables["final_table"], panels, tables["claims"], tables["claims_overall"],
+              tables["timing"], tables["timing_ratio"], status, figures, floor, tables["lower_bounds"])
+    aggregate_section(doc, tables)
     return int(status["n_done"])
 
 

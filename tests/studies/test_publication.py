@@ -1,0 +1,73 @@
+"""The published reproduction (docs/reproduction/): its tables are rebuilt from its committed rows and
+must equal the committed ones, and its page's generated blocks must equal what its tables give.
+
+The one place where the project checks its code against its own recorded output, on purpose: a
+change to the analysis that moves a published verdict or number fails here until the publication is
+rebuilt (python -m analysis.report docs/reproduction/paper, then python -m studies.nguyen2021.page)
+and committed with the change that moved it.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.report import read_frame, report_tables
+from studies.nguyen2021 import page
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLISHED = ROOT / "docs" / "reproduction" / "paper"
+REPORT = PUBLISHED / "_report"
+#: the tables the test rebuilds and compares
+TABLES = ("claims", "claims_overall", "final_table")
+
+
+@pytest.fixture(scope="module")
+def rebuilt() -> dict[str, pd.DataFrame]:
+    if not REPORT.is_dir():
+        pytest.fail(f"{REPORT} is missing: the publication's report is part of the repository")
+    frame, _, _ = read_frame(PUBLISHED)
+    return report_tables(frame)
+
+
+def _round_trip(table: pd.DataFrame, tmp_path: Path, name: str) -> pd.DataFrame:
+    """The table as its CSV reads back: what the committed file holds, typed the same way."""
+    path = tmp_path / f"{name}.csv"
+    table.to_csv(path, index=False)
+    return pd.read_csv(path)
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_the_published_tables_are_what_the_committed_rows_give(rebuilt, tmp_path: Path, name: str) -> None:
+    committed = pd.read_csv(REPORT / f"{name}.csv")
+    mine = _round_trip(rebuilt[name], tmp_path, name)
+    assert list(mine.columns) == list(committed.columns), f"{name}.csv: columns moved"
+    assert len(mine) == len(committed), f"{name}.csv: {len(mine)} rows rebuilt, {len(committed)} committed"
+    for column in committed.columns:
+        a, b = mine[column], committed[column]
+        if pd.api.types.is_float_dtype(a) and pd.api.types.is_float_dtype(b):
+            np.testing.assert_allclose(a.to_numpy(), b.to_numpy(), rtol=1e-9, atol=1e-12, equal_nan=True,
+                                       err_msg=f"{name}.csv, column {column}")
+        else:
+            differ = (a.astype(str) != b.astype(str)).to_numpy().nonzero()[0]
+            assert differ.size == 0, (f"{name}.csv, column {column}, row {differ[0]}: rebuilt "
+                                      f"{a.iloc[differ[0]]!r}, committed {b.iloc[differ[0]]!r}")
+
+
+def test_the_page_shows_the_published_tables() -> None:
+    readme = ROOT / "docs" / "reproduction" / "README.md"
+    assert page.main(["--results", str(PUBLISHED), "--page", str(readme), "--check"]) == 0, (
+        "the page's generated blocks are stale: python -m studies.nguyen2021.page")
+
+
+def test_the_publication_is_every_cell_of_its_grid_or_says_it_is_not() -> None:
+    """The page says 'in progress' exactly while cells of the grid are missing."""
+    from harness.results import cell_files
+
+    files, refused = cell_files(PUBLISHED)
+    assert not refused, f"unreadable published cells: {refused[:3]}"
+    n_files = len(files)
+    text = (ROOT / "docs" / "reproduction" / "README.md").read_text()
+    assert n_files <= 510
+    assert ("the run is in progress" in text) == (n_files < 510)
