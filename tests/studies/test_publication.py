@@ -50,7 +50,8 @@ def test_the_published_tables_are_what_the_committed_rows_give(rebuilt, tmp_path
             np.testing.assert_allclose(a.to_numpy(), b.to_numpy(), rtol=1e-9, atol=1e-12, equal_nan=True,
                                        err_msg=f"{name}.csv, column {column}")
         else:
-            differ = (a.astype(str) != b.astype(str)).to_numpy().nonzero()[0]
+            same = (a.astype(object) == b.astype(object)) | (a.isna() & b.isna())
+            differ = (~same).to_numpy().nonzero()[0]
             assert differ.size == 0, (f"{name}.csv, column {column}, row {differ[0]}: rebuilt "
                                       f"{a.iloc[differ[0]]!r}, committed {b.iloc[differ[0]]!r}")
 
