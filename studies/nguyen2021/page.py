@@ -3,10 +3,11 @@
 A generated block sits between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->``; its
 content is made here from the published report's tables (``claims.csv``, ``claims_overall.csv``,
 ``final_table.csv`` under ``RESULTS/_report/``) and the cells' provenance, and nothing else on the page
-is touched. So the numbers on the page cannot drift from the published tables (a test renders the page
+is touched. The project README's ``reproduction`` block (Figure 3 and five lines) is made the same way.
+So the numbers on the page cannot drift from the published tables (a test renders the page
 and compares), while the reading of them stays in words a person wrote.
 
-    python -m studies.nguyen2021.page                 # rewrite the blocks of docs/reproduction/README.md
+    python -m studies.nguyen2021.page                 # rewrite the blocks of the page and README.md
     python -m studies.nguyen2021.page --check         # exit 1 if a block differs from its tables
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections import Counter
@@ -26,6 +28,7 @@ from harness.results import read_metadata, result_files
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "reproduction" / "paper"
 PAGE = ROOT / "docs" / "reproduction" / "README.md"
+README = ROOT / "README.md"
 BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end generated: \2 -->)", re.S)
 
 #: The paper's figures: file stem, title, the paper's own statement about it (quoted), its claims.
@@ -114,9 +117,31 @@ def figure_block(stem: str, title: str, statement: str, claims: tuple[str, ...],
 def subclaim_block(claims: pd.DataFrame) -> str:
     """Every sub-claim of the default configuration, by both statistics."""
     rows = claims.loc[claims["variant"] == "default"]
-    keep = [c for c in ("claim", "problem", "comparison", "statistic", "n_seeds", "effect", "effect_sd",
-                        "p_value", "p_holm", "power_10", "seeds_80", "verdict") if c in rows.columns]
+    keep = [c for c in ("claim", "problem", "comparison", "statistic", "n_seeds", "effect_mean", "effect_sd",
+                        "p_value", "p_holm", "verdict_unadjusted", "verdict", "power_10", "seeds_80")
+            if c in rows.columns]
     return _md_table(rows[keep])
+
+
+def summary_block(overall: pd.DataFrame, results: Path, n_grid: int) -> str:
+    """The project README's view of the publication: Figure 3 and five lines (the claims by verdict,
+    headline statistic, and how many cells stand behind them), linking to the page."""
+    n_cells = len(result_files(results))
+    relative = Path(os.path.relpath(results, ROOT)).as_posix()
+    by_verdict = {v: ", ".join(overall.loc[overall["verdict"] == v, "claim"]) or "none"
+                  for v in VERDICT_MARK}
+    status = ("complete" if n_cells >= n_grid
+              else f"in progress: {n_cells} of {n_grid} cells so far, verdicts will change")
+    return "\n".join([
+        f"![Figure 3 of the reproduction]({relative}/_report/fig3_discrete.png)", "",
+        f"- **Reproduced:** {by_verdict['reproduced']}",
+        f"- **Not reproduced:** {by_verdict['not reproduced']}",
+        f"- **Inconclusive:** {by_verdict['inconclusive']}; **not run yet:** {by_verdict['not run']}",
+        f"- By the final-iteration log10 regret, Holm-adjusted within each claim, 10 seeds, full effort; "
+        f"the run: {status}",
+        f"- Every figure, the claims and the evidence: [the reproduction page]"
+        f"({Path(os.path.relpath(PAGE, ROOT)).as_posix()})",
+    ])
 
 
 def final_block(final: pd.DataFrame) -> str:
@@ -130,10 +155,16 @@ def blocks(results: Path) -> dict[str, str]:
     overall = pd.read_csv(report / "claims_overall.csv")
     out = {"provenance": provenance_block(results), "verdicts": verdict_block(overall),
            "subclaims": subclaim_block(pd.read_csv(report / "claims.csv")),
-           "final": final_block(pd.read_csv(report / "final_table.csv"))}
+           "final": final_block(pd.read_csv(report / "final_table.csv")),
+           "reproduction": summary_block(overall, results, _grid_size(results))}
     for stem, title, statement, claims in FIGURES:
         out[stem] = figure_block(stem, title, statement, claims, overall)
     return out
+
+
+def _grid_size(results: Path) -> int:
+    """The number of cells the folder's grid lists (``_grid.json``)."""
+    return len(json.loads((results / "_grid.json").read_text())["cells"])
 
 
 def render(page: str, contents: dict[str, str]) -> str:
@@ -151,17 +182,23 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS, help="the published results folder")
     parser.add_argument("--page", type=Path, default=PAGE, help="the page to rewrite")
+    parser.add_argument("--readme", type=Path, default=README,
+                        help="the project README, whose 'reproduction' block summarizes the page")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block differs")
     args = parser.parse_args(argv)
-    page = args.page.read_text()
-    rendered = render(page, blocks(args.results))
-    if args.check:
-        if rendered != page:
-            print(f"{args.page}: generated blocks differ from {args.results}/_report; run "
-                  "python -m studies.nguyen2021.page", file=sys.stderr)
-            return 1
-        return 0
-    args.page.write_text(rendered)
+    made = blocks(args.results)
+    stale = []
+    for path in (args.page, args.readme):
+        text = path.read_text()
+        rendered = render(text, made)
+        if rendered != text:
+            stale.append(path)
+            if not args.check:
+                path.write_text(rendered)
+    if args.check and stale:
+        print(f"{', '.join(map(str, stale))}: generated blocks differ from {args.results}/_report; run "
+              "python -m studies.nguyen2021.page", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -33,6 +33,7 @@ def _folder(tmp_path: Path) -> Path:
     results = tmp_path / "paper"
     spec = CellSpec.make("branin-1-1-discrete", "random", seed=0, iterations=2)
     write_cell(results, spec, run_cell(spec))
+    (results / "_grid.json").write_text('{"grid": "paper", "cells": [{}, {}]}')
     report = results / "_report"
     report.mkdir()
     pd.DataFrame({"claim": ["C1", "C7"], "statement": ["on par", "same queries"],
@@ -61,9 +62,15 @@ def test_blocks_come_from_the_tables_and_the_cells(tmp_path: Path) -> None:
 
 def test_check_tells_a_page_whose_blocks_differ(tmp_path: Path) -> None:
     results = _folder(tmp_path)
-    page = tmp_path / "README.md"
+    page, readme = tmp_path / "README.md", tmp_path / "PROJECT.md"
     page.write_text(PAGE)
-    assert main(["--results", str(results), "--page", str(page), "--check"]) == 1
-    assert main(["--results", str(results), "--page", str(page)]) == 0
-    assert main(["--results", str(results), "--page", str(page), "--check"]) == 0
+    readme.write_text("# Project\n<!-- generated: reproduction -->\n<!-- end generated: reproduction -->\n")
+    paths = ["--results", str(results), "--page", str(page), "--readme", str(readme)]
+    assert main([*paths, "--check"]) == 1
+    assert main(paths) == 0
+    assert main([*paths, "--check"]) == 0
     assert "Hand-written text that stays." in page.read_text()
+    summary = readme.read_text()
+    assert ("- **Reproduced:** C7\n- **Not reproduced:** none\n"
+            "- **Inconclusive:** C1; **not run yet:** none") in summary
+    assert "in progress: 1 of 2 cells so far" in summary and "_report/fig3_discrete.png" in summary
