@@ -123,11 +123,12 @@ def subclaim_block(claims: pd.DataFrame) -> str:
     return _md_table(rows[keep])
 
 
-def summary_block(overall: pd.DataFrame, results: Path, n_grid: int) -> str:
+def summary_block(overall: pd.DataFrame, results: Path, n_grid: int, readme: Path, page: Path) -> str:
     """The project README's view of the publication: Figure 3 and five lines (the claims by verdict,
-    headline statistic, and how many cells stand behind them), linking to the page."""
+    headline statistic, and how many cells stand behind them), linking to the page; links relative
+    to ``readme``'s folder."""
     n_cells = len(result_files(results))
-    relative = Path(os.path.relpath(results, ROOT)).as_posix()
+    relative = Path(os.path.relpath(results, readme.parent)).as_posix()
     by_verdict = {v: ", ".join(overall.loc[overall["verdict"] == v, "claim"]) or "none"
                   for v in VERDICT_MARK}
     status = ("complete" if n_cells >= n_grid
@@ -140,7 +141,7 @@ def summary_block(overall: pd.DataFrame, results: Path, n_grid: int) -> str:
         f"- By the final-iteration log10 regret, Holm-adjusted within each claim, 10 seeds, full effort; "
         f"the run: {status}",
         f"- Every figure, the claims and the evidence: [the reproduction page]"
-        f"({Path(os.path.relpath(PAGE, ROOT)).as_posix()})",
+        f"({Path(os.path.relpath(page, readme.parent)).as_posix()})",
     ])
 
 
@@ -149,14 +150,14 @@ def final_block(final: pd.DataFrame) -> str:
     return _md_table(final)
 
 
-def blocks(results: Path) -> dict[str, str]:
-    """Every generated block's content, by name."""
+def blocks(results: Path, readme: Path = README, page: Path = PAGE) -> dict[str, str]:
+    """Every generated block's content, by name (the README's links relative to ``readme``)."""
     report = results / "_report"
     overall = pd.read_csv(report / "claims_overall.csv")
     out = {"provenance": provenance_block(results), "verdicts": verdict_block(overall),
            "subclaims": subclaim_block(pd.read_csv(report / "claims.csv")),
            "final": final_block(pd.read_csv(report / "final_table.csv")),
-           "reproduction": summary_block(overall, results, _grid_size(results))}
+           "reproduction": summary_block(overall, results, _grid_size(results), readme, page)}
     for stem, title, statement, claims in FIGURES:
         out[stem] = figure_block(stem, title, statement, claims, overall)
     return out
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the project README, whose 'reproduction' block summarizes the page")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block differs")
     args = parser.parse_args(argv)
-    made = blocks(args.results)
+    made = blocks(args.results.resolve(), args.readme.resolve(), args.page.resolve())
     stale = []
     for path in (args.page, args.readme):
         text = path.read_text()
