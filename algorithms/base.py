@@ -28,6 +28,7 @@ from torch import Tensor
 
 from problems import Problem
 from problems.checks import positive_float, positive_int
+from problems.measures import RISKS
 from problems.seeding import derive_seed, generator
 
 __all__ = ["RISKS", "TARGETS", "Z_KINDS", "Algorithm", "Proposal", "Recommendation", "build_algorithm",
@@ -166,8 +167,8 @@ class Algorithm(ABC):
 
 
 Z_KINDS = frozenset({"discrete", "continuous"})
+#: An algorithm's ``target``: ``"var"`` the cell's risk measure, ``"worst_case"`` the worst case.
 TARGETS = ("var", "worst_case")
-RISKS = ("var", "cvar")
 
 
 def check_algorithm(key: str, factory: object) -> None:

@@ -69,6 +69,10 @@ from problems.seeding import derive_seed
 LEVELS = ("matched", "naive")
 
 
+#: BoTorch's risk measure for each of ours it optimizes (what the class declares it optimizes).
+BOTORCH_MEASURES = {"var": VaR, "cvar": CVaR}
+
+
 def systematic_counts(masses: Tensor, n: int, offset: float) -> Tensor:
     """Systematic sampling of ``n`` draws from ``masses`` (``m``, in their fixed order): the draws
     are the points (offset + j) / n, j = 0..n-1, of the cumulative-mass scale, ``offset`` in [0, 1);
@@ -107,7 +111,7 @@ def risk_measure(risk: str, alpha: float, counts: Tensor, level: str = "matched"
         blocks = values.reshape(*values.shape[:-1], values.shape[-1] // m, m)
         return blocks.repeat_interleave(counts, dim=-1).flatten(-2)
 
-    cls = CVaR if risk == "cvar" else VaR
+    cls = BOTORCH_MEASURES[risk]
     return cls(alpha=botorch_level(total, alpha, level), n_w=total,
                preprocessing_function=GenericMCObjective(expand))
 
@@ -139,7 +143,7 @@ class BotorchRisk(Algorithm):
     """
 
     name = "botorch-risk"
-    risks = frozenset({"var", "cvar"})
+    risks = frozenset(BOTORCH_MEASURES)
     candidates = "xz"
     evaluation_batch = 8
 

@@ -54,7 +54,8 @@ from torch import Tensor
 from algorithms.base import Algorithm, Proposal, Recommendation, positive_float, positive_int
 from algorithms.gp import PosteriorMarginals
 from problems import DiscreteZ, Problem
-from problems.risk import weighted_cvar, weighted_var
+from problems.measures import risk_measure
+from problems.risk import weighted_var
 from problems.seeding import derive_seed, generator
 
 #: A risk measure of weighted samples: ``batch x m`` values, ``m`` masses, alpha -> ``batch``.
@@ -87,15 +88,20 @@ def borisk_cvar_weighted(values: Tensor, masses: Tensor, alpha: float) -> Tensor
     return (ordered * weights * tail).sum(-1) / (weights * tail).sum(-1)
 
 
-#: The measures of a cell's risk, by ``cvar_formula``: (the acquisition's, the current best's and
-#: the recommendation's). VaR has one formula, BoRisk's equal to the definition (int(n alpha_B)
+#: BoRisk's released formulas where they differ from the exact measure: (the acquisition's, the
+#: current best's and recommendation's). VaR has none: BoRisk's equals the definition (int(n alpha_B)
 #: is the lower quantile's order statistic).
-MEASURES: dict[tuple[str, str], tuple[Measure, Measure]] = {
-    ("var", "exact"): (weighted_var, weighted_var),
-    ("var", "released"): (weighted_var, weighted_var),
-    ("cvar", "exact"): (weighted_cvar, weighted_cvar),
-    ("cvar", "released"): (borisk_cvar_equal, borisk_cvar_weighted),
-}
+RELEASED_MEASURES: dict[str, tuple[Measure, Measure]] = {"cvar": (borisk_cvar_equal, borisk_cvar_weighted)}
+
+
+def measures(risk: str, formula: str) -> tuple[Measure, Measure]:
+    """The acquisition's measure and the current best's and recommendation's, for the cell's risk
+    measure and ``cvar_formula``: the exact one twice (:mod:`problems.measures`), or BoRisk's
+    released formulas where it has its own (:data:`RELEASED_MEASURES`)."""
+    if formula == "released" and risk in RELEASED_MEASURES:
+        return RELEASED_MEASURES[risk]
+    exact = risk_measure(risk).of_distribution
+    return exact, exact
 
 #: Relative jitter added to every covariance before its Cholesky factor: the posterior covariance
 #: of f over 100 close points of W is numerically singular.
@@ -646,7 +652,7 @@ class RhoKGApx(Algorithm):
         self.acq_weights, self.refine, self.tts_reset = acq_weights, refine, tts_reset
         self.cvar_formula = cvar_formula
         #: the acquisition's measure, and the current best's and recommendation's (MEASURES)
-        self.measure, self.best_measure = MEASURES[(self.risk, cvar_formula)]
+        self.measure, self.best_measure = measures(self.risk, cvar_formula)
 
     # -- per-iteration randomness -------------------------------------------------------------
     def _w_set(self, t: int | str) -> WSet:

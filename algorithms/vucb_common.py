@@ -20,7 +20,8 @@ from algorithms.base import Recommendation, positive_float, positive_int
 from algorithms.gp import PosteriorMarginals, beta_paper
 from algorithms.search import maximize_x
 from problems import DiscreteZ, Problem
-from problems.risk import weighted_cvar, weighted_var
+from problems.measures import risk_measure
+from problems.risk import weighted_var
 
 #: Relative tolerance under which two masses count as tied for V-UCB Prob (then chosen at random).
 MASS_TIE_RTOL = 1e-9
@@ -149,9 +150,9 @@ def recommend_by_mean_var(problem: Problem, model: SingleTaskGP, xs: Tensor,
         z = problem.z
     else:
         z = problem.z.equal_mass_grid(RECOMMEND_GRID.get(problem.d_z, 10))  # 10^d_z beyond d_z = 2
-    measure = weighted_cvar if risk == "cvar" else weighted_var
+    measure = risk_measure(risk)
     with torch.no_grad():
         mean, _ = PosteriorMarginals(model).grid(xs, z.points)
-        values = measure(mean, z.masses, problem.alpha)
+        values = measure.of_distribution(mean, z.masses, problem.alpha)
     i = int(values.argmax())
     return Recommendation(xs[i].clone(), {"var_mean_rec": float(values[i])})

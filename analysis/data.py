@@ -15,6 +15,7 @@ import pandas as pd
 
 from algorithms.gp import DEFAULT_GP
 from harness.results import read_metadata, read_results, result_files
+from problems.measures import RISK_MEASURES
 
 #: Columns that identify a series (one line of a figure, one side of a paired test).
 SERIES_KEYS = ["problem", "alpha", "target", "algorithm", "options", "iterations"]
@@ -30,7 +31,7 @@ NEGATIVE_TOLERANCE = 1e-9
 
 
 #: The column holding each target's true value of the recommendation.
-ACHIEVED_COLUMN = {"var": "var_rec", "cvar": "cvar_rec", "worst_case": "worst_rec"}
+ACHIEVED_COLUMN = {name: measure.column for name, measure in RISK_MEASURES.items()}
 
 
 def achieved(frame: pd.DataFrame) -> pd.Series:

@@ -25,6 +25,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 
 from analysis.claims import CONTINUOUS, DISCRETE
 from analysis.data import options_text
+from problems.measures import DEFAULT_RISK, RISK_MEASURES, risk_measure
 
 #: Fixed colours of the paper's algorithms; others get the next colours of the palette by name.
 _PALETTE = sns.color_palette("colorblind", 10).as_hex()
@@ -295,7 +296,7 @@ def _save(fig, out: Path, name: str) -> dict[str, Path]:
 def regret_label(target: str, best_found: bool = False) -> str:
     """The y label of a regret panel: against the optimum, or against the best value found in the
     folder when the problem's optimum is unknown (:func:`analysis.data.regret_against_best_found`)."""
-    label = {"var": "log10 regret", "cvar": "log10 CVaR regret"}.get(target, "log10 worst-case regret")
+    label = "log10 regret" if target == DEFAULT_RISK else f"log10 {risk_measure(target).label} regret"
     return label + " vs best found in folder" if best_found else label
 
 
@@ -445,7 +446,7 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, styles: dict[tuple
 
 BEST_VALUE = "fig_best_value"
 #: How a target's true value is named on an axis.
-VALUE_NAMES = {"var": "VaR", "cvar": "CVaR", "worst_case": "worst case"}
+VALUE_NAMES = {name: measure.label for name, measure in RISK_MEASURES.items()}
 
 
 def value_figure(bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle], out: Path
@@ -490,7 +491,8 @@ def timing_figure(timing: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyl
     several_alphas = timing.groupby("problem")["alpha"].transform("nunique") > 1
     alpha_text = timing["alpha"].map(lambda a: f", alpha={a:.3g}")
     timing = timing.assign(label=timing["problem"] + np.where(several_alphas, alpha_text, "")
-                           + timing["target"].map({"worst_case": ", worst case", "cvar": ", CVaR"})
+                           + timing["target"].map({name: f", {m.label}" for name, m in RISK_MEASURES.items()
+                                                   if name != DEFAULT_RISK})
                            .fillna("").astype(str))
     labels = list(dict.fromkeys(timing.sort_values(["target", "problem"])["label"]))
     series = sorted(dict.fromkeys(zip(timing["algorithm"], timing["options"], strict=True)),

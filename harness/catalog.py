@@ -12,6 +12,7 @@ import textwrap
 from algorithms import ALGORITHMS, algorithm_factory, describe_options
 from algorithms.describe import REQUIRED, OptionDoc, plain_text
 from harness.cli import UsageError
+from problems.measures import DEFAULT_RISK, RISK_MEASURES, RISKS
 
 KINDS = ("discrete", "continuous")
 
@@ -73,8 +74,8 @@ def algorithm_lines(columns: int | None = None) -> list[str]:
 
 
 def _risks(factory: type) -> str:
-    """The risk measures an algorithm optimizes, VaR first."""
-    return ", ".join(r for r in ("var", "cvar") if r in getattr(factory, "risks", frozenset({"var"})))
+    """The risk measures an algorithm optimizes, in the registry's order (VaR first)."""
+    return ", ".join(r for r in RISKS if r in getattr(factory, "risks", frozenset({DEFAULT_RISK})))
 
 
 def _summary_line(factory: type) -> str:
@@ -110,7 +111,7 @@ def describe(name: str, columns: int | None = None) -> str:
     kinds = _kinds(factory)
     options = describe_options(factory)
     lines = _wrap(f"{name}: {_summary_line(factory)}", "", 2, columns)
-    measures = " or ".join({"var": "VaR", "cvar": "CVaR"}[r] for r in _risks(factory).split(", "))
+    measures = " or ".join(RISK_MEASURES[r].label for r in _risks(factory).split(", "))
     target = f"the optimal {measures} (--risk)" if factory.target == "var" else "the worst case max_x min_z f"
     lines += _wrap(f"class {factory.__module__}.{factory.__qualname__}; handles a {' or a '.join(kinds)} "
                    f"Z; optimizes {measures}; regret against {target}.", "", 2, columns)

@@ -49,21 +49,29 @@ from harness.complexity import run_timing_cell
 from harness.spec import CELL_KINDS, CellResult, CellSpec
 from problems import DiscreteZ, get_problem
 from problems.float64 import default_float64, torch_threads
+from problems.measures import DEFAULT_RISK, RISK_MEASURES, WORST_CASE, RiskMeasure, risk_measure
 from problems.seeding import derive_seed, generator
 
 __all__ = ["CELL_KINDS", "CHECKPOINT_EVERY_S", "CellResult", "CellSpec", "checkpoint_iteration",
            "checkpoint_problem",
            "default_float64", "info_json", "run_cell"]
 
-def _target(problem, factory: object, risk: str = "var") -> str:
-    """Which optimum a cell's regret is measured against: what the algorithm declares
-    (:attr:`algorithms.Algorithm.target`), the cell's risk measure (``var`` or ``cvar``) for
-    ``target = "var"``, and the worst case wherever that risk measure is the worst case."""
-    if getattr(factory, "target", "var") == "worst_case":
-        return "worst_case"
-    if isinstance(problem.z, DiscreteZ) and problem.alpha <= problem.z.min_mass:
-        return "worst_case"  # VaR and CVaR below the smallest mass are the minimum over the support
+def _target(problem, factory: object, risk: str = DEFAULT_RISK) -> str:
+    """Which optimum a cell's regret is measured against (a risk measure's name): what the algorithm
+    declares (:attr:`algorithms.Algorithm.target`), the cell's risk measure for ``target = "var"``,
+    and the worst case wherever that risk measure is the worst case."""
+    if getattr(factory, "target", "var") == WORST_CASE.name:
+        return WORST_CASE.name
+    below = isinstance(problem.z, DiscreteZ) and problem.alpha <= problem.z.min_mass
+    if below and risk_measure(risk).worst_case_below_smallest_mass:
+        return WORST_CASE.name  # VaR and CVaR below the smallest mass are the minimum over the support
     return risk
+
+
+def _scored(risk: str) -> list[RiskMeasure]:
+    """The measures whose true value a cell stores at every recommendation: VaR and the worst case
+    (every cell's, for the figures of each), and the cell's own risk measure."""
+    return list(dict.fromkeys([risk_measure(DEFAULT_RISK), WORST_CASE, risk_measure(risk)]))
 
 
 def info_json(info: dict) -> str:
@@ -183,13 +191,9 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
     last_checkpoint = time.perf_counter()
 
     def true_values(x: torch.Tensor) -> dict[str, float]:
-        """The true VaR, worst case and (in a CVaR cell only: a quadrature on a continuous Z) CVaR
-        of f(x, Z), by target name."""
+        """The true values of f(x, Z) under the measures :func:`_scored` names, by name."""
         xb = x.unsqueeze(0)
-        values = {"var": float(problem.var(xb)[0]), "worst_case": float(problem.worst_case(xb)[0])}
-        if spec.risk == "cvar":
-            values["cvar"] = float(problem.cvar(xb)[0])
-        return values
+        return {m.name: float(m.of_problem(problem, xb)[0]) for m in _scored(spec.risk)}
 
     for t in range(first, iterations + 1):
         row: dict = {"iteration": t, "x": [], "z": [], "y": None}
@@ -218,9 +222,7 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
         achieved = true_values(recommendation.x)
         row.update(
             x_rec=recommendation.x.tolist(),
-            var_rec=achieved["var"],
-            worst_rec=achieved["worst_case"],
-            cvar_rec=achieved.get("cvar"),
+            **{m.column: achieved.get(m.name) for m in RISK_MEASURES.values()},
             regret=None if optimum_value is None else optimum_value - achieved[target],
             var_mean_rec=recommendation.info.get("var_mean_rec"),
             beta=info.get("beta"),
@@ -258,10 +260,9 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
         "kind": "bo",
         "target": target,
         "optimum": None if optimum is None else {
-            "value": optimum_value, "var": optimum.var, "argmax_var": optimum.argmax_var,
-            "worst_case": optimum.worst_case, "argmax_worst_case": optimum.argmax_worst_case,
-            "lower_bound": optimum.lower_bound,
-            **({"cvar": optimum.cvar, "argmax_cvar": optimum.argmax_cvar} if spec.risk == "cvar" else {})},
+            "value": optimum_value, "lower_bound": optimum.lower_bound,
+            **{key: value for m in _scored(spec.risk)
+               for key, value in ((m.name, m.optimum(optimum)), (f"argmax_{m.name}", m.argmax(optimum)))}},
         "iterations": iterations,
         "wall_time_s": time.perf_counter() - start,
     }

@@ -34,6 +34,7 @@ from harness.complexity import SIZES_D, SIZES_Z, complexity_cells, estimate_timi
 from harness.spec import RISKS, CellSpec
 from problems import PROBLEMS, DiscreteZ, build_problem, z_kind_of
 from problems.checks import positive_int
+from problems.measures import DEFAULT_RISK
 from problems.plugins import is_import_path
 
 
@@ -122,7 +123,7 @@ def cell_label(spec: CellSpec) -> str:
     options when set: what --only matches."""
     label = f"{spec.problem}/{spec.algorithm}/seed{spec.seed}"
     extras = []
-    if spec.risk != "var":
+    if spec.risk != DEFAULT_RISK:
         extras.append(f"risk={spec.risk}")
     if spec.alpha is not None:
         extras.append(f"alpha={spec.alpha:.4g}")
@@ -529,7 +530,7 @@ def with_overrides(grid: Grid, seeds: int | None = None, iterations: int | None 
 def _optimizes(algorithm: str, risk: str) -> bool:
     """Whether ``algorithm`` (a registry key or an import path) optimizes ``risk``."""
     try:
-        return risk in getattr(algorithm_factory(algorithm), "risks", frozenset({"var"}))
+        return risk in getattr(algorithm_factory(algorithm), "risks", frozenset({DEFAULT_RISK}))
     except (KeyError, ValueError):
         return False  # a planned or broken name: running it fails it with its own message
 

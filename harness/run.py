@@ -52,9 +52,9 @@ from harness.cli import (
     out_location,
     parse_option,
 )
-from harness.spec import RISKS
 from harness.store import write_cell
 from problems import PROBLEMS, build_problem, get_problem
+from problems.measures import DEFAULT_RISK, RISK_MEASURES, RISKS, risk_measure
 
 PROG = "python -m harness.run"
 
@@ -109,9 +109,10 @@ def add_cell_arguments(container: argparse._ActionsContainer) -> None:
                                 "--describe ALGORITHM lists them")
     container.add_argument("--gp", default=DEFAULT_GP, metavar="PROFILE",
                            help=f"GP profile: {', '.join(GP_PROFILES)} (default {DEFAULT_GP})")
-    container.add_argument("--risk", default="var", choices=RISKS,
-                           help="risk measure to optimize and score: var (default) or cvar, the "
-                                "lower-tail mean (--list: which algorithms optimize which)")
+    container.add_argument("--risk", default=DEFAULT_RISK, choices=RISKS,
+                           help="risk measure to optimize and score: " + ", ".join(
+                               f"{name} ({RISK_MEASURES[name].label})" for name in RISKS)
+                           + f"; default {DEFAULT_RISK} (--list: which algorithms optimize which)")
     container.add_argument("--out", default="results/single", metavar="DIR",
                            help="results folder (default results/single)")
     container.add_argument("--threads", type=int, default=1, metavar="N",
@@ -236,9 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     median_acq = acq[len(acq) // 2] if acq else math.nan
     regret = last["regret"]
     if regret is None:  # the problem declares its optimum unknown
-        name, column = {"var": ("VaR", "var_rec"), "cvar": ("CVaR", "cvar_rec"),
-                        "worst_case": ("worst case", "worst_rec")}[last["target"]]
-        outcome = (f"final true {name} of the recommendation {last[column]:.6g} "
+        measure = risk_measure(last["target"])
+        outcome = (f"final true {measure.label} of the recommendation {last[measure.column]:.6g} "
                    "(optimum unknown: no regret)")
     else:
         log_regret = math.log10(regret) if regret > 0 else float("-inf")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from algorithms.base import RISKS
 from algorithms.gp import DEFAULT_GP, gp_profile
+from problems.measures import RISKS
 
 #: What a cell can be: a BO run, or a timing cell of the complexity study.
 CELL_KINDS = ("bo", "timing")

@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 
 from problems.distributions import DiscreteZ, TruncatedNormalZ
+from problems.measures import risk_measure
 from problems.risk import (
     piecewise_linear_cvar,
     piecewise_linear_var,
@@ -60,11 +61,9 @@ class Optimum:
     argmax_cvar: tuple[float, ...] | None = None
 
     def value(self, target: str) -> float | None:
-        """The optimum of ``target`` (``"var"``, ``"cvar"`` or ``"worst_case"``), None where it is
-        unknown."""
-        if target not in ("var", "cvar", "worst_case"):
-            raise ValueError(f"unknown target {target!r}")
-        return {"var": self.var, "cvar": self.cvar, "worst_case": self.worst_case}[target]
+        """The optimum of the risk measure named ``target`` (:data:`problems.measures.RISK_MEASURES`),
+        None where it is unknown; ``ValueError`` for an unknown name."""
+        return risk_measure(target).optimum(self)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from problems.measures import risk_measure
+
 OPTIMA_FILE = Path(__file__).with_name("optima.json")
 REGENERATE_COMMAND = "python -m problems --write-optima"
 
@@ -196,14 +198,8 @@ TARGETS = ("var", "worst_case", "cvar")
 
 
 def objective(problem, target: str, alpha: float) -> Callable[[Tensor], Tensor]:
-    """The function of x a target maximizes: ``batch x d_x`` -> ``batch``."""
-    if target == "var":
-        return lambda x: problem.var(x, alpha)
-    if target == "cvar":
-        return lambda x: problem.cvar(x, alpha)
-    if target == "worst_case":
-        return problem.worst_case
-    raise ValueError(f"unknown target {target!r}; valid: {', '.join(TARGETS)}")
+    """The function of x a target (a risk measure's name) maximizes: ``batch x d_x`` -> ``batch``."""
+    return risk_measure(target).objective(problem, alpha)
 
 
 def search_problem(problem, alpha: float | None = None, workers: int = 1, partial: bool = False,

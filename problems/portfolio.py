@@ -28,8 +28,8 @@ from torch import Tensor
 
 from problems.base import Problem
 from problems.distributions import DiscreteZ
+from problems.measures import risk_measure
 from problems.portfolio_data import load
-from problems.risk import weighted_cvar
 
 #: BoRisk's fitted hyperparameters (docs/conventions.md section 4), on standardized outcomes.
 CONSTANT_MEAN = -0.533
@@ -199,11 +199,10 @@ def search_optimum(problem: Problem, alpha: float | None = None, workers: int = 
     start = time.perf_counter()
     X = torch.quasirandom.SobolEngine(3, scramble=True, seed=SOBOL_SEED).draw(N_SOBOL, dtype=torch.float64)
     support = torch.cat([problem.support_values(c) for c in X.split(1024)])
-    scores = {"var": (lambda x: problem.var(x, alpha), problem.z.var(support, alpha)),
-              "cvar": (lambda x: problem.cvar(x, alpha),
-                       weighted_cvar(support, problem.z.masses.to(support), alpha)),
-              "worst_case": (problem.worst_case, support.min(dim=-1).values)}
-    found = {t: _maximize(scores[t][0], X, scores[t][1]) for t in targets}
+    masses = problem.z.masses.to(support)
+    measures = [risk_measure(t) for t in targets]
+    found = {m.name: _maximize(m.objective(problem, alpha), X, m.of_distribution(support, masses, alpha))
+             for m in measures}
     return {
         "alpha": alpha,
         **found,

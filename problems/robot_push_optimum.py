@@ -31,7 +31,7 @@ from torch import Tensor
 
 from problems.base import Problem
 from problems.cache import cache_dir
-from problems.risk import weighted_cvar
+from problems.measures import risk_measure
 from problems.robot_push import objective_with
 
 N_SOBOL = 100_000
@@ -195,12 +195,8 @@ def _refine_target(problem: Problem, name: str, alpha: float, X: Tensor, scores:
 
 
 def _target_values(problem: Problem, name: str, values: Tensor, alpha: float) -> Tensor:
-    """A target at each x from its 64 values of f, ``n x 64`` -> ``n``."""
-    if name == "var":
-        return problem.z.var(values, alpha)
-    if name == "cvar":
-        return weighted_cvar(values, problem.z.masses.to(values), alpha)
-    return values.min(dim=-1).values
+    """A target (a risk measure's name) at each x from its 64 values of f, ``n x 64`` -> ``n``."""
+    return risk_measure(name).of_distribution(values, problem.z.masses.to(values), alpha)
 
 
 def search(problem: Problem, alpha: float | None = None, workers: int = 1, partial: bool = False,
