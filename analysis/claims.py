@@ -58,9 +58,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.power import holm, power, seeds_for_power
+from analysis.signed_rank import rank_biserial, signed_rank_p, tost_p
+from analysis.study import Comparison, Study
 
 SIGNIFICANCE = 0.05
 MIN_SEEDS = 5
@@ -69,37 +70,13 @@ QUERY_TOLERANCE = 1e-6  # inputs live on [0, 1]
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN = "reproduced", "not reproduced", "inconclusive", "not run"
 
-DISCRETE = ("branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann-1-2-discrete",
-            "hartmann-2-1-discrete")
-CONTINUOUS = ("branin-1-1-continuous", "goldstein-1-1-continuous", "hartmann-1-2-continuous",
-              "hartmann-2-1-continuous")
-SIMULATED = ("portfolio-3-2", "robot-push-3-2")
-VUCB = ("vucb-unif", "vucb-prob")
-RHOKG = "rhokg-apx"
-STABLEOPT = "stableopt"
-RANDOM = "random"
 DEFAULT_OPTIONS = "{}"
 DEFAULT_VARIANT = "default"
-#: Algorithms that stand in for another one in the claims, as a variant of it.
-ALIASES = {"rhokg-apx-released": RHOKG}
 #: ``last10``: the mean log10 regret over this many final iterations.
 LAST_ITERATIONS = 10
 #: The statistics of a cell's regret the claims are tested on.
 STATISTICS = {"final": "final-iteration log10 regret",
               "last10": f"mean log10 regret over the last {LAST_ITERATIONS} iterations"}
-
-CLAIMS = {
-    "C1": "discrete Z: V-UCB Unif is on par with rho-KG^apx on Branin-(1,1) and Goldstein-Price-(1,1)",
-    "C2": "discrete Z: V-UCB Unif beats rho-KG^apx on Hartmann-(1,2) and Hartmann-(2,1)",
-    "C3": "discrete Z: V-UCB Prob beats V-UCB Unif on the synthetic problems",
-    "C4": "continuous Z: V-UCB Prob beats rho-KG^apx",
-    "C5": "portfolio: V-UCB beats rho-KG^apx",
-    "C6": "robot pushing: V-UCB beats rho-KG^apx, and Unif and Prob are close",
-    "C7": "alpha -> 0: V-UCB selects the same queries as StableOpt",
-    "C8": "V-UCB's per-iteration cost is lower than rho-KG^apx's",
-    "C9": "(ours) V-UCB Prob beats random search",
-}
-
 
 @dataclass
 class Sub:
@@ -139,68 +116,6 @@ class Sub:
     seeds_80: float = float("nan")
 
 
-#: Above this many nonzero differences the signed-rank p-value uses the normal approximation.
-EXACT_MAX_N = 50
-
-
-def signed_rank_p(d: np.ndarray, alternative: str) -> float:
-    """Wilcoxon signed-rank p-value of the paired differences ``d`` (zeros dropped, Wilcoxon's
-    convention; ties get midranks).
-
-    ``alternative``: ``"less"`` (d tends to be negative), ``"greater"`` or ``"two-sided"``. Exact for
-    up to :data:`EXACT_MAX_N` nonzero differences: the null distribution of W+ (each rank's sign a fair
-    coin, given the observed midranks) by dynamic programming over doubled ranks, which are integers.
-    Beyond that, the normal approximation with the tie correction. scipy's ``wilcoxon`` gives the same
-    p-values without ties but falls back to a Monte-Carlo-sized permutation test with them (seconds
-    per call), too slow for a report. 1 when every difference is zero.
-    """
-    d = np.asarray(d, dtype=float)
-    d = d[d != 0]
-    n = d.size
-    if n == 0:
-        return 1.0
-    ranks2 = np.rint(2 * stats.rankdata(np.abs(d))).astype(np.int64)  # doubled midranks: integers
-    w2 = int(ranks2[d > 0].sum())  # 2 W+
-    total = int(ranks2.sum())
-    if n <= EXACT_MAX_N:
-        counts = np.zeros(total + 1)
-        counts[0] = 1.0
-        for r in ranks2:  # n steps over arrays of length <= n(n+1) + 1
-            counts[r:] = counts[r:] + counts[: total + 1 - r].copy()
-        pmf = counts / counts.sum()
-        p_le = float(pmf[: w2 + 1].sum())  # P(W+ <= observed)
-        p_ge = float(pmf[w2:].sum())
-    else:
-        mean = total / 4  # in doubled units: E[2W+] = sum(2r) / 2
-        var = float((ranks2.astype(float) ** 2).sum()) / 4
-        z = (w2 - mean) / np.sqrt(var)
-        p_le, p_ge = float(stats.norm.cdf(z)), float(stats.norm.sf(z))
-    if alternative == "less":
-        return min(p_le, 1.0)
-    if alternative == "greater":
-        return min(p_ge, 1.0)
-    return min(1.0, 2 * min(p_le, p_ge))
-
-
-def rank_biserial(d: np.ndarray) -> float:
-    """Matched-pairs rank-biserial correlation of ``d``: (W+ - W-) / (W+ + W-), zeros dropped;
-    -1 when every nonzero difference is negative."""
-    d = np.asarray(d, dtype=float)
-    d = d[d != 0]
-    if d.size == 0:
-        return 0.0
-    ranks = stats.rankdata(np.abs(d))
-    return float((ranks[d > 0].sum() - ranks[d < 0].sum()) / ranks.sum())
-
-
-def tost_p(d: np.ndarray, margin: float = EQUIVALENCE_MARGIN) -> float:
-    """p-value of equivalence |median d| < margin by two one-sided signed-rank tests."""
-    d = np.asarray(d, dtype=float)
-    if d.size == 0:
-        return float("nan")
-    return max(signed_rank_p(d + margin, "greater"), signed_rank_p(d - margin, "less"))
-
-
 def _seeds_text(seeds: Iterable[int]) -> str:
     seeds = sorted(set(int(s) for s in seeds))
     if not seeds:
@@ -210,11 +125,12 @@ def _seeds_text(seeds: Iterable[int]) -> str:
     return ",".join(map(str, seeds))
 
 
-def cell_values(frame: pd.DataFrame) -> pd.DataFrame:
+def cell_values(frame: pd.DataFrame, aliases: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per cell: its keys, ``final`` (final log10 regret), ``last10`` (mean log10 regret over
     its last :data:`LAST_ITERATIONS` iterations, iteration 0 excluded unless it is all there is),
     ``time`` (median t_acq_s over iterations >= 1), ``arm`` (the algorithm the claims know it as) and
-    ``settings`` (canonical JSON of its non-default settings, ``algorithm`` for an alias)."""
+    ``settings`` (canonical JSON of its non-default settings, ``algorithm`` for an alias).
+    ``aliases``: the study's algorithms that stand in for another one (:class:`analysis.study.Study`)."""
     keys = ["problem", "target", "options", "algorithm", "alpha", "iterations", "seed"]
     frame = frame.copy()
     last = frame.groupby(keys, sort=False, dropna=False)["iteration"].transform("max")
@@ -233,28 +149,26 @@ def cell_values(frame: pd.DataFrame) -> pd.DataFrame:
         cells = cells.merge(times, on=keys, how="left")
     else:
         cells["time"] = np.nan
-    cells["arm"] = cells["algorithm"].map(lambda a: ALIASES.get(a, a))
-    cells["settings"] = [_settings(o, a) for o, a in zip(cells["options"], cells["algorithm"], strict=True)]
+    aliases = aliases or {}
+    cells["arm"] = cells["algorithm"].map(lambda a: aliases.get(a, a))
+    cells["settings"] = [_settings(o, a, aliases)
+                         for o, a in zip(cells["options"], cells["algorithm"], strict=True)]
     return cells
 
 
-def _settings(options: str, algorithm: str) -> str:
+def _settings(options: str, algorithm: str, aliases: dict[str, str]) -> str:
     settings = json.loads(options)
-    if algorithm in ALIASES:
+    if algorithm in aliases:
         settings["algorithm"] = algorithm
     return json.dumps(settings, sort_keys=True)
 
 
-#: Options that read better as one word in a variant's name: the reduced rho-KG^apx search effort of
-#: the smoke and sensitivity grids.
-NAMED_OPTIONS = {"reduced effort": {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}}
-
-
-def variant_label(a: dict, b: dict) -> str:
+def variant_label(a: dict, b: dict, named: dict[str, dict] | None = None) -> str:
     """The non-default settings of two paired sides, each named once: ``gp=...`` first, then an
-    aliased algorithm by name, then options as ``name=value`` (the sets in :data:`NAMED_OPTIONS` by
+    aliased algorithm by name, then options as ``name=value`` (the study's named option sets by
     their name); ``default`` when there are none."""
-    a, b = _named(a), _named(b)
+    named = named or {}
+    a, b = _named(a, named), _named(b, named)
     parts = []
     if "gp" in a:
         parts.append(f"gp={a['gp']}")
@@ -263,14 +177,14 @@ def variant_label(a: dict, b: dict) -> str:
             parts.append(side["algorithm"])
     for side in (a, b):
         for key, value in sorted(side.items()):
-            part = key if value is True and key in NAMED_OPTIONS else f"{key}={value}"
+            part = key if value is True and key in named else f"{key}={value}"
             if key not in ("gp", "algorithm") and part not in parts:
                 parts.append(part)
     return ", ".join(parts) or DEFAULT_VARIANT
 
 
-def _named(settings: dict) -> dict:
-    for name, options in NAMED_OPTIONS.items():
+def _named(settings: dict, named: dict[str, dict]) -> dict:
+    for name, options in named.items():
         if all(settings.get(k) == v for k, v in options.items()):
             settings = {k: v for k, v in settings.items() if k not in options}
             settings[name] = True
@@ -281,8 +195,8 @@ def _compatible(a: dict, b: dict, shared: set[str]) -> bool:
     return all(a.get(key) == b.get(key) for key in shared)
 
 
-def variants(cells: pd.DataFrame, problem: str, a: str, b: str, target: str
-             ) -> list[tuple[str, pd.DataFrame, str]]:
+def variants(cells: pd.DataFrame, problem: str, a: str, b: str, target: str,
+             named: dict[str, dict] | None = None) -> list[tuple[str, pd.DataFrame, str]]:
     """Every variant under which ``a`` and ``b`` pair on ``problem``: (label, paired cells, note).
 
     The paired cells have the columns of :func:`cell_values` suffixed ``_a`` / ``_b`` and ``seed``,
@@ -309,7 +223,7 @@ def variants(cells: pd.DataFrame, problem: str, a: str, b: str, target: str
                 unpaired = len(group_a) + len(group_b) - 2 * len(merged)
                 if unpaired:
                     note = f"{unpaired} cell(s) without a partner seed or at another alpha/T"
-            found[variant_label(da, db)] = (merged.reset_index(drop=True), note)
+            found[variant_label(da, db, named)] = (merged.reset_index(drop=True), note)
     out = []
     if DEFAULT_VARIANT in found and not found[DEFAULT_VARIANT][0].empty:
         out.append((DEFAULT_VARIANT, *found.pop(DEFAULT_VARIANT)))
@@ -346,7 +260,7 @@ def _effect(d: np.ndarray) -> tuple[str, float]:
 def _beats_tests(d: np.ndarray) -> tuple[float, float, str]:
     """p of "A lower than B" on the paired differences ``d``, and the p of the evidence against it:
     B significantly lower, or the two equivalent within the margin (the smaller, and which)."""
-    p_opposite, p_equivalent = signed_rank_p(d, "greater"), tost_p(d)
+    p_opposite, p_equivalent = signed_rank_p(d, "greater"), tost_p(d, EQUIVALENCE_MARGIN)
     if p_opposite <= p_equivalent:
         return signed_rank_p(d, "less"), p_opposite, "B significantly lower"
     return signed_rank_p(d, "less"), p_equivalent, f"equivalent within +-{EQUIVALENCE_MARGIN} (TOST)"
@@ -364,7 +278,8 @@ def non_equivalence_p(d: np.ndarray, margin: float = EQUIVALENCE_MARGIN) -> floa
 
 def _on_par_tests(d: np.ndarray) -> tuple[float, float, str]:
     """p of "A on par with B" (TOST) on ``d``, and of the evidence against it (non-equivalence)."""
-    return tost_p(d), non_equivalence_p(d), "apart by more than the margin (non-equivalence)"
+    apart = "apart by more than the margin (non-equivalence)"
+    return tost_p(d, EQUIVALENCE_MARGIN), non_equivalence_p(d), apart
 
 
 def decide(n: int, p: float, p_against: float, against: str, level: float = SIGNIFICANCE
@@ -381,7 +296,8 @@ def decide(n: int, p: float, p_against: float, against: str, level: float = SIGN
     return INCONCLUSIVE, ""
 
 
-def _regret_subs(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str, kind: str) -> list[Sub]:
+def _regret_subs(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str, kind: str,
+                 named: dict[str, dict] | None = None) -> list[Sub]:
     """The rows of a regret sub-claim (``kind`` "beats" or "on_par"): every variant x statistic.
     Verdicts here are the unadjusted ones; :func:`adjust` decides them within the claim."""
     if kind == "beats":
@@ -391,7 +307,7 @@ def _regret_subs(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str, 
                 "not reproduced on non-equivalence at the margin")
         tests = _on_par_tests
     rows = []
-    for variant, merged, pair_note in variants(cells, problem, a, b, "var"):
+    for variant, merged, pair_note in variants(cells, problem, a, b, "var", named):
         for statistic, what in STATISTICS.items():
             data = _data_text(problem, a, b, merged, what)
             if merged.empty:
@@ -416,21 +332,24 @@ def _tested(claim: str, problem: str, comparison: str, statistic: str, variant: 
                effect_mean=float(np.mean(d)), effect_sd=sd)
 
 
-def beats(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> list[Sub]:
+def beats(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
+          named: dict[str, dict] | None = None) -> list[Sub]:
     """Sub-claim "``a`` has lower log10 regret than ``b`` on ``problem``", every variant and statistic."""
-    return _regret_subs(cells, claim, problem, a, b, "beats")
+    return _regret_subs(cells, claim, problem, a, b, "beats", named)
 
 
-def on_par(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> list[Sub]:
+def on_par(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
+           named: dict[str, dict] | None = None) -> list[Sub]:
     """Sub-claim "``a`` and ``b`` reach log10 regrets within +-margin of each other"."""
-    return _regret_subs(cells, claim, problem, a, b, "on_par")
+    return _regret_subs(cells, claim, problem, a, b, "on_par", named)
 
 
-def cheaper(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str) -> list[Sub]:
+def cheaper(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
+            named: dict[str, dict] | None = None) -> list[Sub]:
     """Sub-claim "``a``'s median per-iteration acquisition time is lower than ``b``'s", every variant."""
     test = "Wilcoxon signed-rank on log10 per-cell median t_acq_s, paired by seed, one-sided (A lower)"
     rows = []
-    for variant, merged, pair_note in variants(cells, problem, a, b, "var"):
+    for variant, merged, pair_note in variants(cells, problem, a, b, "var", named):
         data = _data_text(problem, a, b, merged, "per-iteration acquisition time")
         if merged.empty:
             rows.append(Sub(claim, problem, f"{a} vs {b}", "time", variant, NOT_RUN, 0, float("nan"), "",
@@ -448,26 +367,26 @@ def _cheaper_tests(d: np.ndarray) -> tuple[float, float, str]:
     return signed_rank_p(d, "less"), signed_rank_p(d, "greater"), "B significantly cheaper"
 
 
-def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str) -> Sub:
-    """Sub-claim "``vucb`` at alpha below the smallest mass queries exactly StableOpt's (x, z)",
-    exact ties of l aside (see the module docstring).
+def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str, other: str) -> Sub:
+    """Sub-claim "``vucb`` at alpha below the smallest mass queries exactly ``other``'s (x, z)"
+    (StableOpt's, in the paper's study), exact ties of l aside (see the module docstring).
 
-    V-UCB cells with target ``worst_case`` are those at alpha below the smallest mass (harness.cell);
-    each is paired with the StableOpt cell of the same (alpha, iterations, seed).
+    Cells with target ``worst_case`` are those at alpha below the smallest mass (harness.cell);
+    each is paired with the ``other`` cell of the same (alpha, iterations, seed).
     """
-    statistic = ("cells whose (x, z) match StableOpt's at every iteration "
+    statistic = (f"cells whose (x, z) match {other}'s at every iteration "
                  f"(max abs diff <= {QUERY_TOLERANCE:g}), or until a choice among exactly tied z")
     keys = ["alpha", "iterations", "seed", "iteration"]
     base = frame.loc[(frame["problem"] == problem) & (frame["iteration"] >= 1)
                      & (frame["target"] == "worst_case") & (frame["options"] == DEFAULT_OPTIONS)]
     a = base.loc[base["algorithm"] == vucb, [*keys, "x", "z", "lv_count"]]
-    b = base.loc[base["algorithm"] == STABLEOPT, [*keys, "x", "z"]]
+    b = base.loc[base["algorithm"] == other, [*keys, "x", "z"]]
     notes = [f"no {name} cells on {problem} at alpha below the smallest mass"
-             for name, cells in ((vucb, a), (STABLEOPT, b)) if cells.empty]
+             for name, cells in ((vucb, a), (other, b)) if cells.empty]
     merged = a.merge(b, on=keys, suffixes=("_a", "_b"))
     if merged.empty:
-        data = f"{vucb} vs {STABLEOPT} on {problem}: queries x, z"
-        return Sub(claim, problem, f"{vucb} vs {STABLEOPT}", "queries", DEFAULT_VARIANT, NOT_RUN, 0,
+        data = f"{vucb} vs {other} on {problem}: queries x, z"
+        return Sub(claim, problem, f"{vucb} vs {other}", "queries", DEFAULT_VARIANT, NOT_RUN, 0,
                    float("nan"), "", float("nan"), statistic, data, "; ".join(notes), "queries")
     xa, xb = (np.stack(merged[c].to_numpy()) for c in ("x_a", "x_b"))
     za, zb = (np.stack(merged[c].to_numpy()) for c in ("z_a", "z_b"))
@@ -489,7 +408,7 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str) -> Su
                                     strict=True)))
     alphas = ", ".join(f"{v:.4g}" for v in sorted(merged["alpha"].unique()))
     seeds = _seeds_text(per_cell.index.get_level_values("seed"))
-    data = (f"{vucb} vs {STABLEOPT} on {problem} (alpha={alphas}, seeds {seeds}):"
+    data = (f"{vucb} vs {other} on {problem} (alpha={alphas}, seeds {seeds}):"
             f" queries x, z at {len(merged)} iterations")
     if n_all + n_tie < n:
         verdict = NOT_REPRODUCED
@@ -502,46 +421,52 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str) -> Su
     if n_tie:
         effect += f", {n_tie} identical until a choice among tied z"
     effect += f"; {fraction:.1%} of iterations identical"
-    return Sub(claim, problem, f"{vucb} vs {STABLEOPT}", "queries", DEFAULT_VARIANT, verdict, n, float("nan"),
+    return Sub(claim, problem, f"{vucb} vs {other}", "queries", DEFAULT_VARIANT, verdict, n, float("nan"),
                effect, fraction, statistic, data, "; ".join(notes), "queries", verdict_unadjusted=verdict)
 
 
-def claims_table(frame: pd.DataFrame, finals: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Every sub-claim of C1-C9 under every variant found, by every statistic, one row each (see
-    the module docstring for the rules).
-
-    ``frame``: all rows with ``log10_regret`` (``finals``, the final rows, is accepted for
-    compatibility and not needed: both statistics come from ``frame``).
-    """
-    cells = cell_values(frame)
+def claims_table(frame: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """Every sub-claim of ``study``'s claims under every variant found, by every statistic, one row
+    each (see the module docstring for the rules). ``frame``: all rows with ``log10_regret``."""
+    cells = cell_values(frame, study.aliases)
     subs: list[Sub] = []
-    for p in DISCRETE[:2]:
-        subs += on_par(cells, "C1", p, "vucb-unif", RHOKG)
-    for p in DISCRETE[2:]:
-        subs += beats(cells, "C2", p, "vucb-unif", RHOKG)
-    for p in DISCRETE:
-        subs += beats(cells, "C3", p, "vucb-prob", "vucb-unif")
-    for p in CONTINUOUS:
-        subs += beats(cells, "C4", p, "vucb-prob", RHOKG)
-    subs += beats(cells, "C5", "portfolio-3-2", "vucb-prob", RHOKG)
-    for v in VUCB:
-        subs += beats(cells, "C6", "robot-push-3-2", v, RHOKG)
-    subs += on_par(cells, "C6", "robot-push-3-2", "vucb-unif", "vucb-prob")
-    subs += [same_queries(frame, "C7", p, v) for p in DISCRETE for v in VUCB]
-    c8_problems = sorted(set(cells.loc[cells["arm"] == RHOKG, "problem"]))
-    for p in c8_problems:  # the V-UCB variants run there (the paper has no Unif on a continuous Z)
-        ran = [v for v in VUCB if ((cells["problem"] == p) & (cells["arm"] == v)).any()]
-        for v in ran or ["vucb-prob"]:
-            subs += cheaper(cells, "C8", p, v, RHOKG)
-    if not c8_problems:
-        subs.append(Sub("C8", "(every problem)", f"vucb-* vs {RHOKG}", "time", DEFAULT_VARIANT, NOT_RUN, 0,
-                        float("nan"), "", float("nan"),
+    for claim in study.claims:
+        for comparison in claim.comparisons:
+            subs += _comparison_subs(frame, cells, claim.id, comparison, study.named_options)
+    return adjust(pd.DataFrame([vars(s) for s in subs], columns=list(Sub.__dataclass_fields__)))
+
+
+def _comparison_subs(frame: pd.DataFrame, cells: pd.DataFrame, claim: str, comparison: Comparison,
+                     named: dict[str, dict]) -> list[Sub]:
+    """The rows of one comparison of a claim: its sub-claims, one or more per problem."""
+    if comparison.kind == "same_queries":
+        return [same_queries(frame, claim, p, comparison.a, comparison.b) for p in comparison.problems]
+    if comparison.kind == "cheaper":
+        return _cheaper_subs(cells, claim, comparison, named)
+    test = beats if comparison.kind == "beats" else on_par
+    return [row for p in comparison.problems
+            for row in test(cells, claim, p, comparison.a, comparison.b, named)]
+
+
+def _cheaper_subs(cells: pd.DataFrame, claim: str, comparison: Comparison,
+                  named: dict[str, dict]) -> list[Sub]:
+    """A :class:`~analysis.study.Cheaper` comparison: on each of its problems (every problem where
+    ``b`` ran when it names none), each of its ``a`` that ran there (the last where none did)."""
+    b = comparison.b
+    problems = comparison.problems or tuple(sorted(set(cells.loc[cells["arm"] == b, "problem"])))
+    subs: list[Sub] = []
+    for p in problems:
+        ran = [a for a in comparison.a if ((cells["problem"] == p) & (cells["arm"] == a)).any()]
+        for a in ran or [comparison.a[-1]]:
+            subs += cheaper(cells, claim, p, a, b, named)
+    if not problems:
+        names = " | ".join(comparison.a)
+        subs.append(Sub(claim, "(every problem)", f"{names} vs {b}", "time", DEFAULT_VARIANT,
+                        NOT_RUN, 0, float("nan"), "", float("nan"),
                         "Wilcoxon signed-rank on log10 per-cell median t_acq_s",
-                        "V-UCB vs rho-KG^apx: per-iteration acquisition time", f"no {RHOKG} cells",
+                        f"{names} vs {b}: per-iteration acquisition time", f"no {b} cells",
                         "cheaper"))
-    for p in (*DISCRETE, *CONTINUOUS, *SIMULATED):
-        subs += beats(cells, "C9", p, "vucb-prob", RANDOM)
-    return adjust(pd.DataFrame([vars(s) for s in subs]))
+    return subs
 
 
 #: The sub-claims of one claim tested together: Holm's adjustment runs within each family.
@@ -585,11 +510,7 @@ def _combine(verdicts: list[str]) -> str:
     return INCONCLUSIVE
 
 
-#: The headline statistic of each claim (the others are its second opinion).
-HEADLINE = {"C7": "queries", "C8": "time"}
-
-
-def overall(table: pd.DataFrame) -> pd.DataFrame:
+def overall(table: pd.DataFrame, study: Study) -> pd.DataFrame:
     """One row per claim: its statement; ``verdict`` under the default configuration by the headline
     statistic (final log10 regret; C7 queries, C8 time) and ``verdict_last10`` by the second; the
     counts of the default sub-claim verdicts; ``changes``: each sub-claim where a variant, or the
@@ -598,9 +519,9 @@ def overall(table: pd.DataFrame) -> pd.DataFrame:
     ``where_default_not_run``: the verdicts of variants on sub-claims the default did not run,
     counted per statistic (the sensitivity table has them one by one)."""
     rows = []
-    for claim, statement in CLAIMS.items():
+    for declared in study.claims:
+        claim, statement, headline = declared.id, declared.statement, declared.headline
         rows_claim = table.loc[table["claim"] == claim]
-        headline = HEADLINE.get(claim, "final")
         is_default = rows_claim["variant"] == DEFAULT_VARIANT
         default = rows_claim.loc[is_default & (rows_claim["statistic"] == headline)]
         verdicts = default["verdict"].tolist()
@@ -612,7 +533,8 @@ def overall(table: pd.DataFrame) -> pd.DataFrame:
         rows.append({"claim": claim, "statement": statement, "verdict": _combine(verdicts),
                      "verdict_last10": verdict_last10, "sub-claims": counts, "flipped": flipped,
                      "changes": "; ".join(changes), "where_default_not_run": alone})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["claim", "statement", "verdict", "verdict_last10", "sub-claims",
+                                       "flipped", "changes", "where_default_not_run"])
 
 
 def _changes(rows: pd.DataFrame, headline: str) -> tuple[list[str], bool, str]:

@@ -23,9 +23,14 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-from analysis.claims import CONTINUOUS, DISCRETE
 from analysis.data import options_text
 from problems.measures import DEFAULT_RISK, RISK_MEASURES, risk_measure
+
+# the paper's problems, as its figures group them (they move to the study with the figures' panels)
+DISCRETE = ("branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann-1-2-discrete",
+            "hartmann-2-1-discrete")
+CONTINUOUS = ("branin-1-1-continuous", "goldstein-1-1-continuous", "hartmann-1-2-continuous",
+              "hartmann-2-1-continuous")
 
 #: Fixed colours of the paper's algorithms; others get the next colours of the palette by name.
 _PALETTE = sns.color_palette("colorblind", 10).as_hex()

@@ -17,6 +17,8 @@ from functools import cache, lru_cache
 
 import numpy as np
 
+from analysis.signed_rank import signed_rank_p, tost_p
+
 #: Monte Carlo draws per power estimate (its standard error is at most 0.5 / sqrt(DRAWS) ~ 0.011).
 DRAWS = 2000
 #: Power wanted for ``seeds_80``, and the largest number of seeds searched.
@@ -93,8 +95,6 @@ def power(mean: float, sd: float, n: int, kind: str, level: float, margin: float
 
 
 def _constant_declared(mean: float, n: int, kind: str, level: float, margin: float) -> bool:
-    from analysis.claims import signed_rank_p, tost_p  # the claims module imports this one
-
     d = np.full(n, mean)
     p = signed_rank_p(d, "less") if kind == "beats" else tost_p(d, margin)
     return p < level

@@ -69,6 +69,7 @@ from analysis.figures import (
     value_figure,
 )
 from analysis.provenance import analysis_environment, cell_status
+from analysis.study import NO_STUDY, Study, load_study, study_of_grid
 from analysis.summary import final_summary, pivot_tables
 from analysis.timing import ratio_table, timing_table
 from harness.results import location, read_timings
@@ -171,8 +172,10 @@ class Document:
 # the report
 
 
-def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR) -> dict[str, Path]:
+def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR, study: Study | None = None
+                 ) -> dict[str, Path]:
     """Write every output of the report for ``results`` into ``out``; returns the paths by name.
+    ``study``: the study whose claims are tested (default: :func:`results_study`).
 
     Raises :class:`~analysis.data.NegativeRegretError` when a stored regret is below -1e-9.
     """
@@ -190,7 +193,8 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR) -> dict
         if not duplicates.empty:
             print(f"analysis.report: {len(duplicates)} cell(s) stored twice with identical rows are counted "
                   "once (the report's Provenance lists them)", file=sys.stderr)
-        n_cells = _bo_part(doc, results, out, frame, metas, floor, paths, duplicates)
+        study = study if study is not None else results_study(results)
+        n_cells = _bo_part(doc, results, out, frame, metas, floor, paths, duplicates, study)
     if not timings.empty:
         n_cells += complexity_section(doc, timings, out, paths)
     paths["report.md"], paths["report.html"] = doc.write(out)
@@ -214,30 +218,49 @@ def read_frame(results: Path, floor: float = DEFAULT_FLOOR) -> tuple[pd.DataFram
     return frame, metas, duplicates
 
 
-def report_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def results_study(results: Path) -> Study:
+    """The study a results folder belongs to: the one its grid record names (``_grid.json``'s
+    ``study``), else the installed study that declares a grid of its grid's name, else none
+    (:data:`~analysis.study.NO_STUDY`: no claims)."""
+    grid = read_grid_record(results)
+    if grid.get("study"):
+        return load_study(grid["study"])
+    return (study_of_grid(grid["grid"]) if grid.get("grid") else None) or NO_STUDY
+
+
+def read_grid_record(results: Path) -> dict:
+    """The folder's ``_grid.json`` (its grid's name and cells), {} when missing or unreadable."""
+    try:
+        return json.loads((results / "_grid.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def report_tables(frame: pd.DataFrame, study: Study) -> dict[str, pd.DataFrame]:
     """Every table of the report's BO part, by the name of its CSV (and ``panels``, the figures'
-    layout, which is no CSV): what the figures are drawn from and the claims decided on."""
+    layout, which is no CSV): what the figures are drawn from and the claims of ``study`` decided
+    on."""
     bands = band_table(frame)
     panels = assign_figures(bands)
     bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
-    claims = claims_table(frame)
+    claims = claims_table(frame, study)
     timing = timing_table(frame)
     finals = final_rows(frame)
     return {
         "panels": panels,
         "bands": bands[["figure", *[c for c in bands.columns if c != "figure"]]],
         "final_table": final_summary(bands, timing), "timing": timing, "timing_ratio": ratio_table(timing),
-        "claims": claims, "claims_overall": overall(claims), "lower_bounds": beaten_bounds(frame),
-        **aggregate_tables(frame),
+        "claims": claims, "claims_overall": overall(claims, study), "lower_bounds": beaten_bounds(frame),
+        **aggregate_tables(frame, study),
         "final_regret": finals[["problem", "algorithm", "options", "alpha", "target", "iterations", "seed",
                                 "iteration", "regret", "regret_basis", "at_floor", "log10_regret"]],
     }
 
 
 def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas: dict, floor: float,
-             paths: dict[str, Path], duplicates: pd.DataFrame) -> int:
+             paths: dict[str, Path], duplicates: pd.DataFrame, study: Study) -> int:
     """Figures, tables and the report's sections for the BO cells; returns the number of cells."""
-    tables = report_tables(frame)
+    tables = report_tables(frame, study)
     panels, bands = tables.pop("panels"), tables["bands"]
     status = cell_status(results, metas)
     status["duplicates"] = duplicates
@@ -258,23 +281,20 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     for name, _, fig_paths in figures:
         paths[f"{name}.png"], paths[f"{name}.pdf"] = fig_paths["png"], fig_paths["pdf"]
     _document(doc, results, frame, tables["final_table"], panels, tables["claims"], tables["claims_overall"],
-              tables["timing"], tables["timing_ratio"], status, figures, floor, tables["lower_bounds"])
-    aggregate_section(doc, tables)
+              tables["timing"], tables["timing_ratio"], status, figures, floor, tables["lower_bounds"], study)
+    aggregate_section(doc, tables, study.baseline)
     return int(status["n_done"])
 
 
-#: The baseline of the relative aggregate: random search, the floor every method should beat.
-BASELINE = "random"
-
-
-def aggregate_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The aggregate views of :mod:`analysis.aggregate`, by the name of their CSV."""
-    cells = claims_module.cell_values(frame)
+def aggregate_tables(frame: pd.DataFrame, study: Study) -> dict[str, pd.DataFrame]:
+    """The aggregate views of :mod:`analysis.aggregate`, by the name of their CSV (against the
+    study's baseline where it names one)."""
+    cells = claims_module.cell_values(frame, study.aliases)
     return {"aggregate_iqm": iqm_table(cells), "aggregate_improvement": improvement_table(cells),
-            "aggregate_relative": relative_iqm_table(cells, BASELINE)}
+            "aggregate_relative": relative_iqm_table(cells, study.baseline)}
 
 
-def aggregate_section(doc: Document, tables: dict[str, pd.DataFrame]) -> None:
+def aggregate_section(doc: Document, tables: dict[str, pd.DataFrame], baseline: str) -> None:
     """The report's aggregate section: probability of ending lower, IQM against random search, IQM per
     problem."""
     doc.heading("Aggregate across problems")
@@ -285,13 +305,15 @@ def aggregate_section(doc: Document, tables: dict[str, pd.DataFrame]) -> None:
         "resampled within each problem). 'p_a_below_b': the probability that a run of A ends with a "
         "lower final log10 regret than a run of B (ties half), averaged over the problems both ran on, "
         "oriented so that it is at least 0.5. 'iqm_vs_baseline': the interquartile mean over every "
-        f"(problem, seed) of a method's final log10 regret minus the median of {BASELINE} search's on "
-        "that problem (negative: below random search, in decades). 'iqm': per problem, the "
+        f"(problem, seed) of a method's final log10 regret minus the median of the study's baseline's "
+        f"({baseline or 'none'}) on that problem (negative: below the baseline, in decades). 'iqm': per "
+        "problem, the "
         "interquartile mean of the final log10 regret over seeds.")
     doc.heading("Probability of ending lower", 3)
     doc.table(tables["aggregate_improvement"], empty="No two methods ran on one problem.")
-    doc.heading(f"Final log10 regret against {BASELINE} search", 3)
-    doc.table(tables["aggregate_relative"], empty=f"No {BASELINE} search cells to compare with.")
+    doc.heading(f"Final log10 regret against {baseline or 'a baseline'}", 3)
+    doc.table(tables["aggregate_relative"], empty=f"No {baseline or 'baseline'} cells to compare with (the "
+              "study names its baseline).")
     doc.heading("Interquartile mean per problem", 3)
     doc.table(tables["aggregate_iqm"])
 
@@ -342,7 +364,7 @@ def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: d
 
 
 def _document(doc, results, frame, summary, panels, claims, verdicts, timing, ratios, status, figures,
-              floor, bounds) -> None:
+              floor, bounds, study) -> None:
     env = analysis_environment()
     # CELL_KEYS has the target: a CVaR cell and its VaR twin (same options and seed) are two cells
     n_cells = frame.groupby(CELL_KEYS, dropna=False).ngroups
@@ -407,8 +429,12 @@ def _document(doc, results, frame, summary, panels, claims, verdicts, timing, ra
         doc.table(basis)
 
     doc.heading("Claims")
-    doc.para("The paper's claims C1-C8 and whether this folder reproduces them in the paper's "
-             "configuration, by the last iteration's regret ('verdict') and by the mean over the last "
+    if not study.claims:
+        doc.para("These results belong to no study (analysis.study: a study declares its claims), so "
+                 "no claim is tested; give one with --study NAME.")
+    doc.para(f"The claims of the study '{study.name}' ({study.description}) and whether this folder "
+             "reproduces them in the default configuration, by the last iteration's regret ('verdict') "
+             "and by the mean over the last "
              f"{claims_module.LAST_ITERATIONS} iterations ('verdict_last10'); 'flipped': whether a variant "
              "in the folder (another GP, beta, rho-KG^apx as released, ...) turns a verdict around. How "
              "each is tested, the variants and every sub-claim: 'Claims in detail' below.")
@@ -534,13 +560,16 @@ def _seeds_by_problem(frame: pd.DataFrame) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m analysis.report",
-        description="Turn a results folder (finished or not) into the paper's figures with 70% bands, the "
-                    "timing comparison and the claims table C1-C8, as Markdown and self-contained HTML.")
+        description="Turn a results folder (finished or not) into figures with 70% bands, the timing "
+                    "comparison and the claims table of its study, as Markdown and self-contained HTML.")
     parser.add_argument("results", help="a results folder or URI (python -m harness.run --out)")
     parser.add_argument("--out", type=Path, default=None,
                         help="report folder (default RESULTS/_report; for a URI, ./<name>-report)")
     parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
                         help=f"regret at or below this is drawn and tested at it (default {DEFAULT_FLOOR:g})")
+    parser.add_argument("--study", default=None, metavar="NAME",
+                        help="the study whose claims are tested: an installed study's name or an import "
+                             "path MODULE:ATTR (default: the one the folder's grid belongs to, if any)")
     args = parser.parse_args(argv)
     try:
         args.results = location(args.results)
@@ -552,6 +581,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if not args.floor > 0:
         print(f"analysis.report: error: --floor must be positive, got {args.floor}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        study = load_study(args.study) if args.study is not None else None
+    except ValueError as error:
+        print(f"analysis.report: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     local = isinstance(args.results, Path) and type(args.results).__module__ == "pathlib"
     default = args.results / "_report" if local else Path(f"{args.results.name}-report")
@@ -566,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return EXIT_USAGE
     try:
-        build_report(args.results, out, args.floor)
+        build_report(args.results, out, args.floor, study)
     except (NegativeRegretError, DuplicateCellError) as error:  # the folder's data, not the command
         print(f"analysis.report: error: {error}", file=sys.stderr)
         return EXIT_NEGATIVE_REGRET

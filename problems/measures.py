@@ -22,14 +22,27 @@ Algorithms declare which measures they optimize by name (``Algorithm.risks``); t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 from torch import Tensor
 
 from problems.risk import weighted_cvar, weighted_var
 
-if TYPE_CHECKING:  # the problem type imports this module's functions through problems.risk only
-    from problems.base import Optimum, Problem
+
+class Problem(Protocol):
+    """What a measure asks of a :class:`problems.base.Problem` (which imports this module, so it is
+    named here by what it does): the true measures of f(x, Z) at x."""
+
+    def var(self, x: Tensor, alpha: float | None = None) -> Tensor: ...
+
+    def cvar(self, x: Tensor, alpha: float | None = None) -> Tensor: ...
+
+    def worst_case(self, x: Tensor) -> Tensor: ...
+
+
+#: A :class:`problems.base.Optimum`: the measures' optima are its attributes ``NAME`` and
+#: ``argmax_NAME``.
+Optimum = object
 
 
 class RiskMeasure:

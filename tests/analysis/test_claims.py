@@ -17,7 +17,8 @@ from analysis.claims import (
     signed_rank_p,
     tost_p,
 )
-from analysis.data import final_rows, with_log_regret
+from analysis.data import with_log_regret
+from studies.nguyen2021.study import STUDY
 
 
 def _cells(problem: str, algorithm: str, final_log10: np.ndarray, target: str = "var", alpha: float = 0.1,
@@ -40,7 +41,7 @@ def _cells(problem: str, algorithm: str, final_log10: np.ndarray, target: str = 
 
 def _table(*frames: pd.DataFrame) -> pd.DataFrame:
     frame = with_log_regret(pd.concat(frames, ignore_index=True))
-    return claims_table(frame, final_rows(frame))
+    return claims_table(frame, STUDY)
 
 
 def _row(table: pd.DataFrame, claim: str, problem: str, comparison: str, variant: str = "default",
@@ -92,7 +93,7 @@ def test_too_few_seeds_is_inconclusive_and_missing_is_not_run() -> None:
     assert row["verdict"] == INCONCLUSIVE and row["n_seeds"] == 4 and "fewer than 5" in row["note"]
     missing = _row(table, "C2", "hartmann-2-1-discrete", "vucb-unif vs rhokg-apx")
     assert missing["verdict"] == NOT_RUN and "no rhokg-apx cells on hartmann-2-1-discrete" in missing["note"]
-    verdicts = overall(table).set_index("claim")["verdict"]
+    verdicts = overall(table, STUDY).set_index("claim")["verdict"]
     assert verdicts["C4"] == NOT_RUN and verdicts["C3"] == INCONCLUSIVE  # one inconclusive, three not run
 
 
@@ -178,8 +179,8 @@ def test_signed_rank_p_against_scipy_and_enumeration(alternative: str) -> None:
 
 
 def test_tost_needs_both_sides_inside_the_margin() -> None:
-    assert tost_p(np.full(8, 0.1) + np.linspace(-0.01, 0.01, 8)) == pytest.approx(2.0 ** -8)
-    assert tost_p(np.full(8, 0.6) + np.linspace(-0.01, 0.01, 8)) == pytest.approx(1.0)
+    assert tost_p(np.full(8, 0.1) + np.linspace(-0.01, 0.01, 8), 0.5) == pytest.approx(2.0 ** -8)
+    assert tost_p(np.full(8, 0.6) + np.linspace(-0.01, 0.01, 8), 0.5) == pytest.approx(1.0)
 
 
 def test_the_default_variant_uses_default_settings_only() -> None:
@@ -263,7 +264,7 @@ def test_variants_pair_like_with_like() -> None:
     assert _row(table, "C2", problem, "vucb-unif vs rhokg-apx")["verdict"] == REPRODUCED
     released = _row(table, "C2", problem, "vucb-unif vs rhokg-apx", "rhokg-apx-released")
     assert released["verdict"] == NOT_REPRODUCED
-    verdicts = overall(table).set_index("claim")
+    verdicts = overall(table, STUDY).set_index("claim")
     assert verdicts.loc["C2", "verdict"] == INCONCLUSIVE  # reproduced on one problem, not run on the other
     assert verdicts.loc["C2", "flipped"]
     assert ("rhokg-apx-released on hartmann-1-2-discrete: final reproduced -> not reproduced, "
@@ -273,7 +274,7 @@ def test_variants_pair_like_with_like() -> None:
         verdicts.loc["C2", "changes"])
     # a variant where the default did not run is said to be alone
     alone = overall(_table(*frames[6:8], _cells("hartmann-2-1-discrete", "vucb-unif", BASE),
-                           _cells("hartmann-2-1-discrete", "rhokg-apx-released", BASE - 1)))
+                           _cells("hartmann-2-1-discrete", "rhokg-apx-released", BASE - 1)), STUDY)
     c2 = alone.set_index("claim").loc["C2"]
     assert c2["where_default_not_run"] == "final: 1 not reproduced; last10: 1 not reproduced"
     assert "hartmann-2-1" not in c2["changes"]
@@ -285,7 +286,7 @@ def test_random_search_is_the_floor_of_claim_c9() -> None:
     rand = _cells("goldstein-1-1-continuous", "random", BASE)
     table = _table(prob, rand)
     assert _row(table, "C9", "goldstein-1-1-continuous", "vucb-prob vs random")["verdict"] == REPRODUCED
-    assert overall(table).set_index("claim").loc["C9", "verdict"] == INCONCLUSIVE  # others not run
+    assert overall(table, STUDY).set_index("claim").loc["C9", "verdict"] == INCONCLUSIVE  # others not run
 
 
 def test_sensitivity_table_has_one_column_per_variant() -> None:
@@ -304,7 +305,8 @@ def test_the_reduced_search_effort_is_named_as_such() -> None:
     from analysis.claims import variant_label
 
     effort = {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}
-    assert variant_label({"beta": "authors"}, {**effort, "algorithm": "rhokg-apx-released"}) == (
+    named = STUDY.named_options
+    assert variant_label({"beta": "authors"}, {**effort, "algorithm": "rhokg-apx-released"}, named) == (
         "rhokg-apx-released, beta=authors, reduced effort")
-    partly = variant_label({}, {**effort, "maxiter": 50})
+    partly = variant_label({}, {**effort, "maxiter": 50}, named)
     assert partly == "maxiter=50, raw_per_restart=10, restarts_per_dim=2"

@@ -47,7 +47,7 @@ def _stored_rows(results: Path) -> pd.DataFrame:
 
 def test_report_files_and_numbers(results: Path, tmp_path: Path) -> None:
     out = tmp_path / "report"
-    assert main([str(results), "--out", str(out)]) == 0
+    assert main([str(results), "--out", str(out), "--study", "nguyen2021"]) == 0
     for name in ("report.md", "report.html", "bands.csv", "bands.parquet", "timing.csv", "timing_ratio.csv",
                  "claims.csv", "claims_overall.csv", "final_regret.csv", "final_table.csv"):
         assert (out / name).is_file(), name
@@ -204,3 +204,20 @@ def test_a_cvar_cell_and_its_var_twin_are_two_cells(tmp_path: Path) -> None:
     text = (report / "report.md").read_text()
     assert text.count(f"4 cells ({len(rows)} rows) from {out}.") == 1
     assert "| branin-1-1-discrete | random | cvar | default | 2 | not run yet | 1 | 2 |" in text
+
+
+def test_results_of_no_study_get_no_claims_and_the_study_is_found_by_name_or_path(
+        results: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "plain"
+    assert main([str(results), "--out", str(out)]) == 0  # grid "test": no study declares it
+    assert pd.read_csv(out / "claims_overall.csv").empty
+    assert "belong to no study" in (out / "report.md").read_text()
+    by_path = tmp_path / "by-path"
+    assert main([str(results), "--out", str(by_path), "--study", "studies.nguyen2021.study:STUDY"]) == 0
+    assert list(pd.read_csv(by_path / "claims_overall.csv")["claim"]) == [f"C{i}" for i in range(1, 10)]
+    capsys.readouterr()
+    missing = tmp_path / "never"
+    assert main([str(results), "--out", str(missing), "--study", "nguyen2022"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown study 'nguyen2022'; installed: nguyen2021" in err
+    assert not missing.exists()  # refused before anything is written

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.report import read_frame, report_tables
+from analysis.report import read_frame, report_tables, results_study
 from studies.nguyen2021 import page
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ def rebuilt() -> dict[str, pd.DataFrame]:
     if not REPORT.is_dir():
         pytest.fail(f"{REPORT} is missing: the publication's report is part of the repository")
     frame, _, _ = read_frame(PUBLISHED)
-    return report_tables(frame)
+    return report_tables(frame, results_study(PUBLISHED))
 
 
 def _round_trip(table: pd.DataFrame, tmp_path: Path, name: str) -> pd.DataFrame:
