@@ -24,67 +24,34 @@ import seaborn as sns
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from analysis.data import options_text
-from problems.measures import DEFAULT_RISK, RISK_MEASURES, risk_measure
+from analysis.study import Figure
+from problems.measures import DEFAULT_RISK, RISK_MEASURES, WORST_CASE, risk_measure
 
-# the paper's problems, as its figures group them (they move to the study with the figures' panels)
-DISCRETE = ("branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann-1-2-discrete",
-            "hartmann-2-1-discrete")
-CONTINUOUS = ("branin-1-1-continuous", "goldstein-1-1-continuous", "hartmann-1-2-continuous",
-              "hartmann-2-1-continuous")
-
-#: Fixed colours of the paper's algorithms; others get the next colours of the palette by name.
+#: The palette; a study fixes some algorithms' colours (its ``colours``), the rest get the next
+#: colours of it by name.
 _PALETTE = sns.color_palette("colorblind", 10).as_hex()
-_FIXED = {"vucb-unif": _PALETTE[0], "vucb-prob": _PALETTE[1], "rhokg-apx": _PALETTE[2],
-          "stableopt": _PALETTE[3], "cvucb": _PALETTE[4], "botorch-risk": _PALETTE[5],
-          "random": _PALETTE[7]}
-
-
-@dataclass(frozen=True)
-class FigureSpec:
-    name: str  # file stem
-    title: str
-    problems: tuple[str, ...]  # panel order
-    shape: tuple[int, int]
-    target: str
-    paper: bool = True  # a figure of the paper: drawn even when empty ("not run")
-
-
-FIGURES = (
-    FigureSpec("fig3_discrete", "Figure 3: discrete Z (log10 regret, 70% band)", DISCRETE, (2, 2), "var"),
-    FigureSpec("fig4_continuous", "Figure 4: continuous Z (log10 regret, 70% band)", CONTINUOUS, (2, 2),
-               "var"),
-    FigureSpec("fig5_simulated", "Figure 5: portfolio and robot pushing (log10 regret, 70% band)",
-               ("portfolio-3-2", "robot-push-3-2"), (1, 2), "var"),
-    FigureSpec("fig_alpha0", "Worst-case target (the alpha -> 0 study; log10 worst-case regret, 70% band)",
-               DISCRETE, (2, 2), "worst_case"),
-    # beyond the paper: the same layouts for CVaR (drawn when a folder has CVaR cells)
-    FigureSpec("fig_cvar_discrete", "CVaR, discrete Z (log10 CVaR regret, 70% band)", DISCRETE, (2, 2),
-               "cvar", paper=False),
-    FigureSpec("fig_cvar_continuous", "CVaR, continuous Z (log10 CVaR regret, 70% band)", CONTINUOUS,
-               (2, 2), "cvar", paper=False),
-    FigureSpec("fig_cvar_simulated", "CVaR, portfolio and robot pushing (log10 CVaR regret, 70% band)",
-               ("portfolio-3-2", "robot-push-3-2"), (1, 2), "cvar", paper=False),
-)
 OTHER = "fig_other"
 
 
-def colours(algorithms: list[str]) -> dict[str, str]:
-    """Algorithm -> colour, the same in every figure of a report."""
-    spare = [c for c in _PALETTE if c not in _FIXED.values()]
-    out = {a: _FIXED[a] for a in algorithms if a in _FIXED}
-    for i, a in enumerate(sorted(a for a in set(algorithms) if a not in _FIXED)):
+def colours(algorithms: list[str], fixed: dict[str, int] | None = None) -> dict[str, str]:
+    """Algorithm -> colour, the same in every figure of a report: ``fixed`` (a study's ``colours``)
+    gives some a colour of the palette by index, the others take the remaining ones by name."""
+    fixed_colours = {a: _PALETTE[i % len(_PALETTE)] for a, i in (fixed or {}).items()}
+    spare = [c for c in _PALETTE if c not in fixed_colours.values()]
+    out = {a: fixed_colours[a] for a in algorithms if a in fixed_colours}
+    for i, a in enumerate(sorted(a for a in set(algorithms) if a not in fixed_colours)):
         out[a] = spare[i % len(spare)]
     return out
 
 
-def assign_figures(bands: pd.DataFrame) -> pd.DataFrame:
+def assign_figures(bands: pd.DataFrame, figures: tuple[Figure, ...] = ()) -> pd.DataFrame:
     """A table of panels: ``figure``, ``problem``, ``alpha``, ``target``, ``position`` (index in the
-    paper's layout, or in the "other" figure)."""
+    layout of the study's figure that shows it, or in the "other" figure)."""
     panels = (bands.loc[bands["iteration"] == 0].groupby(["problem", "alpha", "target"])["n_seeds"].sum()
               .rename("cells").reset_index())
     figure = pd.Series(OTHER, index=panels.index)
     position = pd.Series(-1, index=panels.index)
-    for spec in FIGURES:
+    for spec in figures:
         mine = panels.loc[panels["problem"].isin(spec.problems) & (panels["target"] == spec.target)]
         if mine.empty:
             continue
@@ -121,11 +88,12 @@ class SeriesStyle:
     options_text: str  # "name=value, ..." ("" for the default options)
 
 
-def series_styles(series: list[tuple[str, str]]) -> dict[tuple[str, str], SeriesStyle]:
+def series_styles(series: list[tuple[str, str]], fixed: dict[str, int] | None = None
+                  ) -> dict[tuple[str, str], SeriesStyle]:
     """The style of every (algorithm, options JSON) of a report, in a stable order: the same inputs
-    give the same labels, keys and markers, whatever order they come in."""
+    give the same labels, keys and markers, whatever order they come in (``fixed``: :func:`colours`)."""
     ordered = sorted(dict.fromkeys(series), key=lambda s: (s[0], s[1] != "{}", s[1]))
-    palette = colours([a for a, _ in ordered])
+    palette = colours([a for a, _ in ordered], fixed)
     styles: dict[tuple[str, str], SeriesStyle] = {}
     variants: dict[str, int] = {}
     keys = 0
@@ -305,16 +273,21 @@ def regret_label(target: str, best_found: bool = False) -> str:
     return label + " vs best found in folder" if best_found else label
 
 
-def _seeds_text(counts: list[int]) -> str:
-    low, high = min(counts), max(counts)
-    return f"n={low}" if low == high else f"n={low}-{high}"
+def _seeds_text(counts: list[tuple[str, int]]) -> str:
+    """``n=10``, or each series' seeds where they differ: a mean over 1 seed is not one over 3."""
+    values = {n for _, n in counts}
+    if len(values) == 1:
+        return f"n={values.pop()}"
+    return "n: " + ", ".join(f"{label} {n}" for label, n in counts)
 
 
 def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str,
                 styles: dict[tuple[str, str], SeriesStyle], show_alpha: bool, ylabel: str | None = None,
-                show_floor: bool = True) -> dict[tuple[str, str, int | None], object]:
+                show_floor: bool = True, expected: tuple[str, ...] = ()
+                ) -> dict[tuple[str, str, int | None], object]:
     """Draw one panel; returns its lines by series (algorithm, options, iterations), iterations None
-    unless the panel has the series at several numbers of iterations."""
+    unless the panel has the series at several numbers of iterations. Its title gives the seeds
+    (each series' where they differ) and names the ``expected`` algorithms it lacks."""
     panel = bands.loc[(bands["problem"] == problem) & (bands["alpha"] == alpha) & (bands["target"] == target)]
     groups = list(panel.groupby(["algorithm", "options", "iterations"], sort=True))
     lines: dict[tuple[str, str, int | None], object] = {}
@@ -322,7 +295,7 @@ def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str
     for i, ((algorithm, options, iterations), series) in enumerate(groups):
         style = styles[algorithm, options]
         last = series.iloc[-1]
-        seeds.append(int(last["n_seeds"]))
+        seeds.append((style.label, int(last["n_seeds"])))
         if show_floor and last["n_floor"]:
             floors.append(f"{style.label} {int(last['n_floor'])}")
         it = series["iteration"].to_numpy()
@@ -342,6 +315,9 @@ def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str
     if seeds:
         title += f" ({_seeds_text(seeds)})"
     title = textwrap.fill(title, 60)  # a long import path of the user's own problem
+    missing = [a for a in expected if a not in set(panel["algorithm"])]
+    if missing:  # what the figure should show here and does not (yet)
+        title += "\n" + textwrap.fill("missing: " + ", ".join(missing), 70)
     if floors:  # the rest of a series' seeds are above the floor: its mean is not the floor
         title += "\n" + textwrap.fill("at the floor at the end: " + ", ".join(floors), 70)
     ax.set_title(title, fontsize=9)
@@ -384,9 +360,10 @@ PANEL_SIZE_IN = (5.2, 3.9)
 
 def _regret_figure(keys: list[tuple[str, float, str] | None], titles: list[str], shape: tuple[int, int],
                    bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle], show_alpha: bool,
-                   ylabels: list[str | None], title: str, show_floor: bool = True):
+                   ylabels: list[str | None], title: str, show_floor: bool = True,
+                   expected: tuple[str, ...] = ()):
     """A figure of regret panels (``None`` keys are drawn "not run" with their title) with one
-    legend and key table for all of them."""
+    legend and key table for all of them; each panel names the ``expected`` algorithms it lacks."""
     rows, cols = shape
     width, height = max(7.0, PANEL_SIZE_IN[0] * cols), PANEL_SIZE_IN[1] * rows + 0.4
     fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
@@ -396,7 +373,7 @@ def _regret_figure(keys: list[tuple[str, float, str] | None], titles: list[str],
             _empty_panel(ax, name)
         else:
             lines.update(_draw_panel(ax, bands, *key, styles, show_alpha=show_alpha, ylabel=ylabel,
-                                     show_floor=show_floor))
+                                     show_floor=show_floor, expected=expected))
     for ax in list(axes.flat)[len(keys):]:
         ax.set_visible(False)
     handles, labels, key_lines = _legend_entries(lines, styles)
@@ -404,26 +381,27 @@ def _regret_figure(keys: list[tuple[str, float, str] | None], titles: list[str],
     return fig
 
 
-def figure_title(spec: FigureSpec, algorithms: list[str]) -> str:
-    """The title of a paper figure as drawn: the worst-case figure names the methods it shows (it is
+def figure_title(spec: Figure, algorithms: list[str]) -> str:
+    """The title of a study's figure as drawn: a worst-case figure names the methods it shows (it is
     the alpha -> 0 study only where they ran below the smallest mass, which its panels' alphas say)."""
-    if spec.target != "worst_case":
+    if spec.target != WORST_CASE.name:
         return spec.title
     shown = ", ".join(sorted(set(algorithms))) or "no cells"
     return f"Worst-case target (the alpha -> 0 study): {shown} (log10 worst-case regret, 70% band)"
 
 
 def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle],
-                   out: Path, best_found: frozenset[tuple[str, float, str]] = frozenset()
-                   ) -> list[tuple[str, str, dict[str, Path]]]:
-    """Draw every figure; returns (name, title, paths) of each. Paper figures are always drawn (panels
-    without results say "not run"); the CVaR figures and "other" only when they have panels.
-    Panels whose (problem, alpha, target) is in ``best_found`` have their regret against the best
-    value found, and say so."""
+                   out: Path, best_found: frozenset[tuple[str, float, str]] = frozenset(),
+                   figures: tuple[Figure, ...] = ()) -> list[tuple[str, str, dict[str, Path]]]:
+    """Draw every figure of the study (``figures``) and "other"; returns (name, title, paths) of each.
+    A figure with ``always`` is drawn even without results (its panels say "not run"), the others
+    and "other" only when they have panels; a panel names the figure's series it lacks. Panels
+    whose (problem, alpha, target) is in ``best_found`` have their regret against the best value
+    found, and say so."""
     drawn = []
-    for spec in FIGURES:
+    for spec in figures:
         mine = panels.loc[panels["figure"] == spec.name]
-        if mine.empty and not spec.paper:
+        if mine.empty and not spec.always:
             continue
         keys: list[tuple[str, float, str] | None] = []
         for position in range(len(spec.problems)):
@@ -435,7 +413,7 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, styles: dict[tuple
             if "figure" in bands else []
         title = figure_title(spec, shown)
         fig = _regret_figure(keys, list(spec.problems), spec.shape, bands, styles,
-                             spec.target == "worst_case", ylabels, title)
+                             spec.target == WORST_CASE.name, ylabels, title, expected=spec.series)
         drawn.append((spec.name, title, _save(fig, out, spec.name)))
     other = panels.loc[panels["figure"] == OTHER].sort_values("position")
     if not other.empty:

@@ -60,7 +60,6 @@ from analysis.data import (
     with_log_regret,
 )
 from analysis.figures import (
-    FIGURES,
     assign_figures,
     complexity_figure,
     regret_figures,
@@ -75,7 +74,6 @@ from analysis.timing import ratio_table, timing_table
 from harness.results import location, read_timings
 
 EXIT_NEGATIVE_REGRET = 1
-FIGURE_NAMES = frozenset(spec.name for spec in FIGURES if spec.paper)
 EXIT_USAGE = 2
 
 
@@ -241,7 +239,7 @@ def report_tables(frame: pd.DataFrame, study: Study) -> dict[str, pd.DataFrame]:
     layout, which is no CSV): what the figures are drawn from and the claims of ``study`` decided
     on."""
     bands = band_table(frame)
-    panels = assign_figures(bands)
+    panels = assign_figures(bands, study.figures)
     bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
     claims = claims_table(frame, study)
     timing = timing_table(frame)
@@ -270,10 +268,10 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     paths["bands.parquet"] = out / "bands.parquet"
     bands.to_parquet(paths["bands.parquet"], index=False)
 
-    styles = series_styles(list(zip(frame["algorithm"], frame["options"], strict=True)))
+    styles = series_styles(list(zip(frame["algorithm"], frame["options"], strict=True)), study.colours)
     unknown = frame.loc[frame["regret_basis"] == BEST_FOUND]
     best_found = frozenset(unknown[["problem", "alpha", "target"]].itertuples(index=False, name=None))
-    figures = regret_figures(bands, panels, styles, out, best_found)
+    figures = regret_figures(bands, panels, styles, out, best_found, study.figures)
     if not unknown.empty:  # their true values, which do not depend on what else is in the folder
         values = unknown.assign(achieved=achieved(unknown))
         figures.append(value_figure(band_table(values, value="achieved"), styles, out))
@@ -389,9 +387,10 @@ def _document(doc, results, frame, summary, panels, claims, verdicts, timing, ra
         f"risk = cvar) use the CVaR target: the optimal CVaR_alpha, the lower-tail mean, minus the "
         f"true CVaR of the recommendation.")
     drawn = set(panels["figure"])
-    empty = [title.split(" (")[0] for name, title, _ in figures if name in FIGURE_NAMES and name not in drawn]
+    always = {spec.name for spec in study.figures if spec.always}
+    empty = [title.split(" (")[0] for name, title, _ in figures if name in always and name not in drawn]
     for name, title, fig_paths in figures:
-        if name != "fig_timing" and (name not in FIGURE_NAMES or name in drawn):
+        if name != "fig_timing" and (name not in always or name in drawn):
             doc.figure(title, fig_paths["png"], fig_paths["pdf"])
     if empty:  # drawn all the same (every panel "not run"), for a folder that fills them later
         doc.para("No cell of this folder belongs to " + "; ".join(empty) + " (their files show empty "

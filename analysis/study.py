@@ -79,6 +79,32 @@ Comparison = Beats | OnPar | SameQueries | Cheaper
 
 
 @dataclass(frozen=True)
+class Figure:
+    """A figure of a study: panels of log10 regret against the iteration, one per problem.
+
+    Attributes:
+        name: the file stem (``fig3_discrete``).
+        title: the figure's title.
+        problems: one panel per problem, in this order (row by row).
+        shape: (rows, columns) of panels.
+        target: the risk measure whose regret the panels show (``var``, ``cvar``, ``worst_case``:
+            :mod:`problems.measures`).
+        series: the algorithms each panel should show; a panel says which of them it lacks (others
+            found in the folder are drawn too).
+        always: drawn even when no cell belongs to it (its panels then say "not run"); otherwise only
+            when some cell does.
+    """
+
+    name: str
+    title: str
+    problems: tuple[str, ...]
+    shape: tuple[int, int]
+    target: str
+    series: tuple[str, ...] = ()
+    always: bool = True
+
+
+@dataclass(frozen=True)
 class Claim:
     """A claim of a study: an id (``C1``), the statement in words, and its comparisons. Its
     verdict is reproduced when every sub-claim is (see :func:`analysis.claims.overall`)."""
@@ -112,6 +138,9 @@ class Study:
         baseline: the algorithm the aggregate view measures every method against ("" for none).
         grids: the named grids whose results the study reads (a folder of one of them is reported
             with this study unless told otherwise).
+        figures: its figures; a panel of results that no figure shows goes to a figure "other".
+        colours: algorithms that keep a colour of the palette (its index) in every figure; others
+            get the remaining colours by name.
         description: one line.
     """
 
@@ -121,6 +150,8 @@ class Study:
     named_options: dict[str, dict] = field(default_factory=dict)
     baseline: str = ""
     grids: tuple[str, ...] = ()
+    figures: tuple[Figure, ...] = ()
+    colours: dict[str, int] = field(default_factory=dict)
     description: str = ""
 
     def claim(self, claim_id: str) -> Claim:

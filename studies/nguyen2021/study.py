@@ -7,7 +7,7 @@ tested is the engine's (:mod:`analysis.claims`).
 
 from __future__ import annotations
 
-from analysis.study import Beats, Cheaper, Claim, OnPar, SameQueries, Study
+from analysis.study import Beats, Cheaper, Claim, Figure, OnPar, SameQueries, Study
 
 DISCRETE = ("branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann-1-2-discrete",
             "hartmann-2-1-discrete")
@@ -39,6 +39,24 @@ CLAIMS = (
           (Beats((*DISCRETE, *CONTINUOUS, *SIMULATED), "vucb-prob", "random"),)),
 )
 
+FIGURES = (
+    Figure("fig3_discrete", "Figure 3: discrete Z (log10 regret, 70% band)", DISCRETE, (2, 2), "var",
+           ("vucb-unif", "vucb-prob", RHOKG)),
+    Figure("fig4_continuous", "Figure 4: continuous Z (log10 regret, 70% band)", CONTINUOUS, (2, 2), "var",
+           ("vucb-prob", RHOKG)),
+    Figure("fig5_simulated", "Figure 5: portfolio and robot pushing (log10 regret, 70% band)", SIMULATED,
+           (1, 2), "var", ("vucb-unif", "vucb-prob", RHOKG)),
+    Figure("fig_alpha0", "Worst-case target (the alpha -> 0 study; log10 worst-case regret, 70% band)",
+           DISCRETE, (2, 2), "worst_case", ("stableopt", "vucb-unif", "vucb-prob")),
+    # beyond the paper: the same layouts for CVaR (drawn when a folder has CVaR cells)
+    Figure("fig_cvar_discrete", "CVaR, discrete Z (log10 CVaR regret, 70% band)", DISCRETE, (2, 2), "cvar",
+           always=False),
+    Figure("fig_cvar_continuous", "CVaR, continuous Z (log10 CVaR regret, 70% band)", CONTINUOUS, (2, 2),
+           "cvar", always=False),
+    Figure("fig_cvar_simulated", "CVaR, portfolio and robot pushing (log10 CVaR regret, 70% band)",
+           SIMULATED, (1, 2), "cvar", always=False),
+)
+
 STUDY = Study(
     name="nguyen2021",
     claims=CLAIMS,
@@ -48,5 +66,8 @@ STUDY = Study(
     named_options={"reduced effort": {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}},
     baseline="random",
     grids=("quick", "paper", "sensitivity", "cvar"),
+    figures=FIGURES,
+    colours={"vucb-unif": 0, "vucb-prob": 1, "rhokg-apx": 2, "stableopt": 3, "cvucb": 4, "botorch-risk": 5,
+             "random": 7},
     description="Value-at-Risk Optimization with Gaussian Processes (Nguyen, Dai, Low, Jaillet; ICML 2021)",
 )

@@ -11,7 +11,6 @@ import pytest
 
 from analysis import figures as figures_module
 from analysis.figures import (
-    FIGURES,
     LABEL_OPTIONS_CHARS,
     OTHER,
     assign_figures,
@@ -21,6 +20,9 @@ from analysis.figures import (
     series_styles,
     timing_figure,
 )
+from studies.nguyen2021.study import STUDY
+
+FIGURES = STUDY.figures
 
 
 def _bands(rows: list[tuple[str, float, str, int]]) -> pd.DataFrame:
@@ -39,7 +41,7 @@ def test_paper_layout_and_other_settings() -> None:
         ("my-problem", 0.1, "var", 3),
         ("hartmann-1-2-discrete", 0.1, "cvar", 10),
         ("branin-1-1-continuous", 0.1, "cvar", 10),
-    ])).set_index(["problem", "alpha", "target"])
+    ]), FIGURES).set_index(["problem", "alpha", "target"])
     where = ["figure", "position"]
     assert tuple(panels.loc[("branin-1-1-discrete", 0.1, "var"), where]) == ("fig3_discrete", 0)
     assert tuple(panels.loc[("hartmann-2-1-discrete", 0.1, "var"), where]) == ("fig3_discrete", 3)
@@ -54,8 +56,9 @@ def test_paper_layout_and_other_settings() -> None:
 
 
 def test_one_colour_per_algorithm_whatever_the_set() -> None:
-    few = colours(["vucb-prob", "rhokg-apx"])
-    many = colours(["random", "rhokg-apx", "stableopt", "vucb-prob", "vucb-unif", "mine", "yours"])
+    few = colours(["vucb-prob", "rhokg-apx"], STUDY.colours)
+    many = colours(["random", "rhokg-apx", "stableopt", "vucb-prob", "vucb-unif", "mine", "yours"],
+                   STUDY.colours)
     assert few["vucb-prob"] == many["vucb-prob"] and few["rhokg-apx"] == many["rhokg-apx"]
     assert len(set(many.values())) == len(many)
 
@@ -72,8 +75,8 @@ SERIES = [("vucb-unif", "{}"), ("vucb-prob", "{}"), ("rhokg-apx", "{}"), ("rando
 
 
 def test_series_styles_are_short_distinct_and_stable() -> None:
-    styles = series_styles(SERIES)
-    again = series_styles(list(reversed(SERIES)))
+    styles = series_styles(SERIES, STUDY.colours)
+    again = series_styles(list(reversed(SERIES)), STUDY.colours)
     assert styles == again  # the order the cells come in changes nothing
     assert len({s.marker for s in styles.values()}) == len(SERIES)
     assert len({s.label for s in styles.values()}) == len(SERIES)
@@ -130,10 +133,10 @@ def test_every_label_legend_and_key_lies_inside_the_canvas(tmp_path: Path,
                                 "var", 0.3, SERIES[:2], 60))
     frames.append(_series_bands(("branin-1-1-discrete",), "var", 0.05, SERIES[:2], 20))  # another alpha
     bands = pd.concat(frames, ignore_index=True)
-    panels = assign_figures(bands)
+    panels = assign_figures(bands, FIGURES)
     bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
-    styles = series_styles(SERIES)
-    drawn = regret_figures(bands, panels, styles, tmp_path)
+    styles = series_styles(SERIES, STUDY.colours)
+    drawn = regret_figures(bands, panels, styles, tmp_path, figures=FIGURES)
     timing = pd.DataFrame([{"problem": p, "alpha": 0.1, "target": "var", "algorithm": a, "options": o,
                             "iterations": 60, "n_cells": 3, **{f"{m}_{q}": v * f
                                                                for m, v in (("acq_s", 3e-5), ("fit_s", 0.01),
@@ -156,7 +159,8 @@ def test_every_label_legend_and_key_lies_inside_the_canvas(tmp_path: Path,
     # without CVaR cells the CVaR figures are not drawn (the paper's are, empty)
     var_only = bands.loc[bands["target"] != "cvar"]
     (tmp_path / "v").mkdir()
-    names_var = [n for n, _, _ in regret_figures(var_only, assign_figures(var_only), styles, tmp_path / "v")]
+    names_var = [n for n, _, _ in regret_figures(var_only, assign_figures(var_only, FIGURES), styles,
+                                                 tmp_path / "v", figures=FIGURES)]
     assert not any(n.startswith("fig_cvar") for n in names_var) and "fig3_discrete" in names_var
     assert found.keys() == set(names)
     assert all(problems == [] for problems in found.values()), found
@@ -184,11 +188,11 @@ def test_coinciding_series_show_every_series(tmp_path: Path) -> None:
     series = [("stableopt", "{}"), ("vucb-unif", "{}"), ("vucb-prob", "{}")]
     spec = next(s for s in FIGURES if s.name == "fig_alpha0")
     bands = _series_bands(spec.problems, "worst_case", 1e-3, series, 60, identical=True)
-    panels = assign_figures(bands)
+    panels = assign_figures(bands, FIGURES)
     bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
     fig, ax = plt.subplots()
-    lines = figures_module._draw_panel(ax, bands, spec.problems[0], 1e-3, "worst_case", series_styles(series),
-                                       show_alpha=True)
+    lines = figures_module._draw_panel(ax, bands, spec.problems[0], 1e-3, "worst_case",
+                                       series_styles(series, STUDY.colours), show_alpha=True)
     ys = [tuple(line.get_ydata()) for line in lines.values()]
     assert len(set(ys)) == 1  # the data coincide
     marks = [frozenset(np.arange(61)[line.get_markevery()[0]::line.get_markevery()[1]])
@@ -196,6 +200,29 @@ def test_coinciding_series_show_every_series(tmp_path: Path) -> None:
     assert len({line.get_marker() for line in lines.values()}) == 3
     assert all(a != b for i, a in enumerate(marks) for b in marks[i + 1:])  # markers at different iterations
     plt.close(fig)
-    drawn = regret_figures(bands, panels, series_styles(series), tmp_path)
+    drawn = regret_figures(bands, panels, series_styles(series, STUDY.colours), tmp_path, figures=FIGURES)
     title = next(t for name, t, _ in drawn if name == "fig_alpha0")
     assert "stableopt, vucb-prob, vucb-unif" in title  # the title names what it shows
+
+
+def test_a_panel_names_the_series_it_lacks_and_each_series_seeds_where_they_differ() -> None:
+    """A quick grid stopped early: rho-KG^apx alone on a panel that should show V-UCB too, and a
+    one-seed series beside a three-seed one."""
+    rows = [{"problem": "robot-push-3-2", "alpha": 0.1, "target": "var", "algorithm": algorithm,
+             "options": "{}", "iterations": 2, "iteration": it, "mean": -1.0, "lower": -1.5, "upper": -0.5,
+             "n_seeds": n, "n_floor": 0}
+            for algorithm, n in (("rhokg-apx", 1), ("random", 3)) for it in range(3)]
+    bands = pd.DataFrame(rows)
+    styles = series_styles([("rhokg-apx", "{}"), ("random", "{}")], STUDY.colours)
+    fig, ax = plt.subplots()
+    figures_module._draw_panel(ax, bands, "robot-push-3-2", 0.1, "var", styles, show_alpha=False,
+                               expected=("vucb-unif", "vucb-prob", "rhokg-apx"))
+    title = ax.get_title()
+    plt.close(fig)
+    assert "(n: random 3, rhokg-apx 1)" in title
+    assert "missing: vucb-unif, vucb-prob" in title and "missing: vucb-unif, vucb-prob, rhokg" not in title
+    fig, ax = plt.subplots()
+    figures_module._draw_panel(ax, bands.assign(n_seeds=3), "robot-push-3-2", 0.1, "var", styles,
+                               show_alpha=False)
+    assert "(n=3)" in ax.get_title() and "missing" not in ax.get_title()
+    plt.close(fig)
