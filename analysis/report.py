@@ -227,11 +227,15 @@ def results_study(results: Path) -> Study:
 
 
 def read_grid_record(results: Path) -> dict:
-    """The folder's ``_grid.json`` (its grid's name and cells), {} when missing or unreadable."""
+    """The folder's ``_grid.json`` (its grid's name and cells), {} when missing, unreadable or not a
+    record (a damaged one is named by the report's provenance, not here)."""
     try:
-        return json.loads((results / "_grid.json").read_text())
+        record = json.loads((results / "_grid.json").read_text())
     except (OSError, ValueError):
         return {}
+    if not isinstance(record, dict):  # damaged: the report's provenance says so
+        return {}
+    return {k: v for k, v in record.items() if k not in ("grid", "study") or isinstance(v, str)}
 
 
 def report_tables(frame: pd.DataFrame, study: Study) -> dict[str, pd.DataFrame]:

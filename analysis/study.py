@@ -23,6 +23,7 @@ Comparisons (each is one sub-claim per problem; see :mod:`analysis.claims` for t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 
@@ -136,8 +137,9 @@ class Study:
             (e.g. a released implementation of a method).
         named_options: option sets named by one word in a variant's name.
         baseline: the algorithm the aggregate view measures every method against ("" for none).
-        grids: the named grids whose results the study reads (a folder of one of them is reported
-            with this study unless told otherwise).
+        grids: the study's named grids, name -> a function of no argument that returns a
+            :class:`harness.grid.Grid` (``python -m harness.run --grid NAME``; a folder of one of
+            them is reported with this study unless told otherwise).
         figures: its figures; a panel of results that no figure shows goes to a figure "other".
         colours: algorithms that keep a colour of the palette (its index) in every figure; others
             get the remaining colours by name.
@@ -149,7 +151,7 @@ class Study:
     aliases: dict[str, str] = field(default_factory=dict)
     named_options: dict[str, dict] = field(default_factory=dict)
     baseline: str = ""
-    grids: tuple[str, ...] = ()
+    grids: dict[str, Callable[[], object]] = field(default_factory=dict)
     figures: tuple[Figure, ...] = ()
     colours: dict[str, int] = field(default_factory=dict)
     description: str = ""

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from harness.cell import CellResult, CellSpec
-from harness.grid import paper_grid
 from harness.results import cell_path, spec_hash
 from harness.store import provenance, write_atomic, write_failure, write_manifest
 from harness.store import to_table as store_table
+from studies.nguyen2021.grids import paper_grid
 
 BUDGET_S = 30.0
 _DIMS = {"hartmann-1-2": (1, 2), "hartmann-2-1": (2, 1), "portfolio": (3, 2), "robot": (3, 2)}

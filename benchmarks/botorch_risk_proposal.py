@@ -5,7 +5,7 @@
 
 For each data size |D|, fits the harness's GP on |D| random (x, z) with the problem's noise-free
 values, then times ``BotorchRisk.propose`` at three efforts: the tutorial's (16 fantasies, 10
-restarts, 128 raw samples), the ``cvar`` grid's (``harness.grid.CVAR_BOTORCH_OPTIONS``) and the
+restarts, 128 raw samples), the ``cvar`` grid's (``studies.nguyen2021.grids.CVAR_BOTORCH_OPTIONS``) and the
 smoke grid's. Prints the median over ``--repeats`` and the number of one-shot KG evaluations of
 the last proposal (BoTorch's fixed cost per evaluation is what dominates).
 """
@@ -23,9 +23,10 @@ from linear_operator.utils.warnings import NumericalWarning
 
 from algorithms.botorch_risk import BotorchRisk
 from algorithms.gp import fit_gp
-from harness.grid import CVAR_BOTORCH_OPTIONS, SMOKE_OPTIONS
+from harness.grid import SMOKE_OPTIONS
 from problems import get_problem
 from problems.float64 import default_float64
+from studies.nguyen2021.grids import CVAR_BOTORCH_OPTIONS
 
 EFFORTS = {"tutorial": {}, "cvar grid": CVAR_BOTORCH_OPTIONS, "smoke grid": SMOKE_OPTIONS["botorch-risk"]}
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from algorithms import ALGORITHMS, algorithm_factory, build_algorithm, supports
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
+from analysis.study import installed_studies, load_study
 from harness.complexity import SIZES_D, SIZES_Z, complexity_cells, estimate_timing_seconds
 from harness.spec import RISKS, CellSpec
 from problems import PROBLEMS, DiscreteZ, build_problem, z_kind_of
@@ -50,15 +51,6 @@ PLANNED_PROBLEMS = (
 )
 PLANNED_ALGORITHMS = ("rhokg-apx",)
 
-SYNTHETIC_DISCRETE = ("branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann-1-2-discrete",
-                      "hartmann-2-1-discrete")
-SYNTHETIC_CONTINUOUS = ("branin-1-1-continuous", "goldstein-1-1-continuous",
-                        "hartmann-1-2-continuous", "hartmann-2-1-continuous")
-
-#: Iterations of the paper grid, docs/conventions.md section 2 (the paper is silent; authors' runner: 60).
-PAPER_ITERATIONS = {**dict.fromkeys(SYNTHETIC_DISCRETE + SYNTHETIC_CONTINUOUS, 60),
-                    "portfolio-3-2": 80, "robot-push-3-2": 100}
-PAPER_SEEDS = 10
 SMOKE_SEEDS = 2
 SMOKE_ITERATIONS = 3
 #: Reduced search effort for the smoke grid (the estimators are unchanged): at the paper's settings
@@ -143,7 +135,7 @@ def alpha_below_min_mass(problem_name: str) -> float:
     return problem.z.min_mass / 2
 
 
-def _block(problems: Iterable[str], algorithms: Iterable[str], seeds: Iterable[int],
+def cell_block(problems: Iterable[str], algorithms: Iterable[str], seeds: Iterable[int],
            iterations: int | dict[str, int] | None = None, alpha: float | str | None = None,
            options: dict | None = None, gp: str = DEFAULT_GP, risk: str = "var") -> list[CellSpec]:
     """The cells of problems x algorithms x seeds (seeds innermost), with shared settings."""
@@ -164,131 +156,10 @@ def smoke_grid() -> Grid:
     problems = {name: build_problem(name, with_optimum=False) for name in PROBLEMS}
     cells = [cell for risk in RISKS for algorithm, factory in ALGORITHMS.items()
              for name, p in problems.items() if supports(factory, p, risk)
-             for cell in _block([name], [algorithm], range(SMOKE_SEEDS), SMOKE_ITERATIONS,
+             for cell in cell_block([name], [algorithm], range(SMOKE_SEEDS), SMOKE_ITERATIONS,
                                 options=smoke_options(algorithm, not p.z.is_discrete), risk=risk)]
     return Grid("smoke", tuple(cells), f"every registered problem x algorithm that handles its Z x "
                 f"risk measure it optimizes, {SMOKE_SEEDS} seeds, {SMOKE_ITERATIONS} iterations")
-
-
-def _figure_cells(seeds: Iterable[int], effort: Callable[[str, bool], dict | None]) -> list[CellSpec]:
-    """The cells of every figure of the paper (Figures 3, 4, 5 and the alpha -> 0 study) and random
-    search on every problem, for ``seeds``; ``effort(algorithm, continuous)`` gives the options of an
-    algorithm on a problem with a continuous Z or not (None: its defaults)."""
-    t = PAPER_ITERATIONS
-
-    def block(problems: Iterable[str], algorithms: Iterable[str], alpha: float | str | None = None,
-              ) -> list[CellSpec]:
-        return [cell for problem in problems for algorithm in algorithms
-                for cell in _block([problem], [algorithm], seeds, t, alpha=alpha,
-                                   options=effort(algorithm, problem in SYNTHETIC_CONTINUOUS))]
-
-    return (
-        # Figure 3: discrete Z
-        block(SYNTHETIC_DISCRETE, ["vucb-unif", "vucb-prob", "rhokg-apx"])
-        # Figure 4: continuous Z
-        + block(SYNTHETIC_CONTINUOUS, ["vucb-prob", "rhokg-apx"])
-        # Figure 5: simulated problems
-        + block(["portfolio-3-2"], ["vucb-prob", "rhokg-apx"])
-        + block(["robot-push-3-2"], ["vucb-unif", "vucb-prob", "rhokg-apx"])
-        # alpha -> 0: every method at the same alpha below the smallest mass, worst-case target
-        + block(SYNTHETIC_DISCRETE, ["stableopt", "vucb-unif", "vucb-prob"], alpha=BELOW_MIN_MASS)
-        # the floor the paper does not show: random search on every problem (it costs nothing)
-        + block(SYNTHETIC_DISCRETE + SYNTHETIC_CONTINUOUS + ("portfolio-3-2", "robot-push-3-2"),
-                ["random"])
-        + block(SYNTHETIC_DISCRETE, ["random"], alpha=BELOW_MIN_MASS)
-    )
-
-
-def paper_grid() -> Grid:
-    """Every figure of the paper (Figures 3, 4, 5 and the alpha -> 0 study), 10 seeds each."""
-    cells = _figure_cells(range(PAPER_SEEDS), lambda algorithm, continuous: None)
-    return Grid("paper", tuple(cells), "Figures 3, 4, 5 and the alpha -> 0 study, random search on "
-                "every problem, 10 seeds")
-
-
-#: Seeds of the quick grid.
-QUICK_SEEDS = 3
-
-
-def quick_grid() -> Grid:
-    """The paper grid's shape (every panel of Figures 3-5 and the alpha -> 0 study, random search
-    included) with :data:`QUICK_SEEDS` seeds, the paper's iterations and the smoke grid's reduced
-    search effort for rho-KG^apx and for V-UCB's LNSO on a continuous Z (:func:`smoke_options`; the
-    estimators themselves are unchanged). About an hour of one core: every figure in about half an
-    hour on a 2-core laptop. Its cells with default options are the paper grid's cells (same spec
-    and hash), so both grids can share one results folder."""
-    cells = _figure_cells(range(QUICK_SEEDS), smoke_options)
-    return Grid("quick", tuple(cells), f"the paper grid's panels, {QUICK_SEEDS} seeds, the paper's "
-                "iterations, rho-KG^apx and LNSO at the smoke grid's reduced search effort")
-
-
-#: The CVaR grid's problems: the four discrete synthetic ones and one continuous (Branin).
-CVAR_PROBLEMS = (*SYNTHETIC_DISCRETE, "branin-1-1-continuous")
-#: botorch-risk's effort in the CVaR grid: half the tutorial's fantasies (8 of 16), 4 restarts and
-#: 64 raw samples (of 10 and 128): a median 1.8-2.9 s per proposal in the grid against about 6 s at
-#: the tutorial's effort (benchmarks/botorch_risk_proposal.py).
-CVAR_BOTORCH_OPTIONS = {"num_fantasies": 8, "num_restarts": 4, "raw_samples": 64}
-
-
-def cvar_grid() -> Grid:
-    """The README's CVaR and BoTorch tables: on :data:`CVAR_PROBLEMS`, seeds 0-9, the paper's
-    iterations,
-
-    * CVaR (``risk = "cvar"``): cvucb (the paper's beta_t, and the authors' script's constant
-      ``beta = "authors"``), rhokg-apx (the smoke grid's search effort, as the quick grid),
-      botorch-risk (:data:`CVAR_BOTORCH_OPTIONS`) and random;
-    * VaR: botorch-risk (the same effort) beside vucb-prob and random, which are the paper grid's
-      cells (same spec and hash: the two grids can share a folder).
-    """
-    seeds = range(PAPER_SEEDS)
-    t = PAPER_ITERATIONS
-    rhokg = smoke_options("rhokg-apx", False)
-    cvar_series = [("cvucb", None), ("cvucb", {"beta": "authors"}), ("rhokg-apx", rhokg),
-                   ("botorch-risk", CVAR_BOTORCH_OPTIONS), ("random", None)]
-    var_series = [("vucb-prob", None), ("botorch-risk", CVAR_BOTORCH_OPTIONS), ("random", None)]
-    cells = []
-    for risk, series in (("cvar", cvar_series), ("var", var_series)):
-        for problem in CVAR_PROBLEMS:
-            for algorithm, options in series:
-                cells += _block([problem], [algorithm], seeds, t, options=options, risk=risk)
-    return Grid("cvar", tuple(cells), "CVaR (cvucb with the paper's and the authors' beta, rhokg-apx, "
-                "botorch-risk, random) and VaR (botorch-risk beside vucb-prob and random) on the discrete "
-                f"synthetic problems and Branin continuous, {PAPER_SEEDS} seeds")
-
-
-#: The sensitivity grid's problems: where the paper's C1 and C2 are decided on a 1-D and a 2-D Z.
-SENSITIVITY_PROBLEMS = ("branin-1-1-discrete", "hartmann-1-2-discrete")
-#: The reduced rho-KG^apx search effort of the sensitivity grid (the smoke grid's; the estimator,
-#: K, M and the two-time-scale rule are unchanged): about 0.5 s an iteration instead of 7-10 s.
-SENSITIVITY_RHOKG_OPTIONS = {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}
-
-
-def sensitivity_grid() -> Grid:
-    """How the verdicts of C1-C3 move with the settings the paper leaves open or its code changes:
-    Branin-(1,1) and Hartmann-(1,2) discrete, seeds 0-9, T = 60:
-
-    * vucb-unif and vucb-prob x beta {paper, authors} x gp {paper, borisk};
-    * rhokg-apx and rhokg-apx-released x gp {paper, borisk} at a reduced search effort
-      (:data:`SENSITIVITY_RHOKG_OPTIONS`);
-    * random x gp {paper, borisk};
-    * the decisive full-effort pair: rhokg-apx and rhokg-apx-released at BoRisk's search effort on
-      Hartmann-(1,2) with the paper's GP (its rhokg-apx cells are the paper grid's).
-
-    The default-setting cells (gp paper, beta paper, full effort) are the paper grid's cells, same
-    spec and hash, so both grids can share one results folder.
-    """
-    seeds, t = range(PAPER_SEEDS), PAPER_ITERATIONS
-    problems = SENSITIVITY_PROBLEMS
-    cells: list[CellSpec] = []
-    for gp in ("paper", "borisk"):
-        for beta in ({}, {"beta": "authors"}):
-            cells += _block(problems, ["vucb-unif", "vucb-prob"], seeds, t, options=beta, gp=gp)
-        cells += _block(problems, ["rhokg-apx", "rhokg-apx-released"], seeds, t,
-                        options=SENSITIVITY_RHOKG_OPTIONS, gp=gp)
-        cells += _block(problems, ["random"], seeds, t, gp=gp)
-    cells += _block(["hartmann-1-2-discrete"], ["rhokg-apx", "rhokg-apx-released"], seeds, t)
-    return Grid("sensitivity", tuple(cells), "C1-C3 under beta {paper, authors} x gp {paper, borisk}, "
-                "rho-KG^apx as released, random; Branin-(1,1) and Hartmann-(1,2) discrete, 10 seeds")
 
 
 def complexity_grid() -> Grid:
@@ -299,12 +170,20 @@ def complexity_grid() -> Grid:
                 f"{list(SIZES_D)} x |Dz| in {list(SIZES_Z)}, 5 repeats each (see harness/complexity.py)")
 
 
-#: Named grids: name -> factory (factories, so the registries are read when a grid is built).
-NAMED_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid, "quick": quick_grid,
-                                              "paper": paper_grid,
-                                              "sensitivity": sensitivity_grid,
-                                              "cvar": cvar_grid,
-                                              "complexity": complexity_grid}
+#: The engine's own named grids: name -> factory (factories, so the registries are read when a grid
+#: is built). Studies add theirs (:func:`named_grids`).
+ENGINE_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid, "complexity": complexity_grid}
+
+
+def named_grids() -> dict[str, Callable[[], Grid]]:
+    """Every named grid: the smoke grid, the grids of the installed studies
+    (:func:`analysis.study.installed_studies`, in name order; a study's grid of a name taken before
+    is left out), then the complexity grid."""
+    grids = {"smoke": ENGINE_GRIDS["smoke"]}
+    for name in sorted(installed_studies()):
+        for grid, factory in load_study(name).grids.items():
+            grids.setdefault(grid, factory)
+    return {**grids, **{k: v for k, v in ENGINE_GRIDS.items() if k not in grids}}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -458,7 +337,7 @@ def parse_grid(data: dict, name: str) -> Grid:
         for problem in problems:
             for algorithm in algorithms:
                 _check_options(problem, algorithm, options, where, risk)
-        cells += _block(problems, algorithms, seeds, iterations, alpha, options, gp, risk)
+        cells += cell_block(problems, algorithms, seeds, iterations, alpha, options, gp, risk)
         if len(cells) > MAX_CELLS:
             raise GridError(f"the grid has more than {MAX_CELLS} cells")
     duplicates = len(cells) - len(set(cells))
@@ -486,12 +365,13 @@ def load_grid_file(path: Path) -> Grid:
 
 def resolve_grid(name_or_file: str) -> Grid:
     """A named grid, or the grid of a TOML file (a path, or any name ending in .toml)."""
-    if name_or_file in NAMED_GRIDS:
-        return NAMED_GRIDS[name_or_file]()
+    grids = named_grids()
+    if name_or_file in grids:
+        return grids[name_or_file]()
     path = Path(name_or_file)
     if path.suffix == ".toml" or path.exists():
         return load_grid_file(path)
-    raise GridError(f"unknown grid {name_or_file!r}: not a named grid ({', '.join(NAMED_GRIDS)}) "
+    raise GridError(f"unknown grid {name_or_file!r}: not a named grid ({', '.join(grids)}) "
                     "and no such file")
 
 
@@ -583,13 +463,13 @@ def _problem_iterations(name: str) -> int:
 
 
 def cell_iterations(spec: CellSpec) -> int:
-    """The BO iterations a cell runs: its own, else its problem's (the paper grid's count, or 60,
-    for a problem that is not registered here)."""
+    """The BO iterations a cell runs: its own, else its problem's (60, a guess for the estimate, for
+    a problem that is not registered here)."""
     if spec.iterations is not None:
         return spec.iterations
     if spec.problem in PROBLEMS or is_import_path(spec.problem):
         return _problem_iterations(spec.problem)
-    return PAPER_ITERATIONS.get(spec.problem, 60)
+    return 60
 
 
 def estimate_seconds(spec: CellSpec, measured: dict[tuple[str, str], float] | None = None) -> float:

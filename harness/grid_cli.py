@@ -30,11 +30,11 @@ from harness.catalog import algorithm_lines
 from harness.cell import CellSpec
 from harness.cli import EXIT_USAGE, Parser, UsageError, check_writable, out_location
 from harness.grid import (
-    NAMED_GRIDS,
     Grid,
     GridError,
     cell_label,
     estimate_seconds,
+    named_grids,
     resolve_grid,
     select,
     unavailable_reason,
@@ -61,7 +61,9 @@ EXIT_TERMINATED = interrupts.EXIT_SIGTERM  # SIGTERM
 LOCK = "_running.lock"
 
 
-GRID_HELP = f"a named grid ({', '.join(NAMED_GRIDS)}) or a TOML grid file"
+def grid_help() -> str:
+    """The help of ``--grid``: the named grids (the engine's and the installed studies')."""
+    return f"a named grid ({', '.join(named_grids())}) or a TOML grid file"
 LIST_HELP = ("print the named grids and their sizes, and the registered algorithms with the kinds of Z "
              "they handle and their options")
 
@@ -109,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m harness.run --grid", description="Run a grid of cells on Ray.",
                     epilog="python -m harness.run --help: both modes, one cell and a grid.")
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--grid", metavar="NAME|FILE", help=GRID_HELP)
+    what.add_argument("--grid", metavar="NAME|FILE", help=grid_help())
     what.add_argument("--list", action="store_true", help=LIST_HELP)
     add_grid_options(parser)
     return parser
@@ -261,9 +263,10 @@ def _duration(seconds: float) -> str:
 
 
 def _list() -> int:
-    width = max(len(name) for name in NAMED_GRIDS)
+    grids = named_grids()
+    width = max(len(name) for name in grids)
     print("named grids (--grid NAME; --grid FILE.toml for your own):")
-    for name, factory in NAMED_GRIDS.items():
+    for name, factory in grids.items():
         grid = factory()
         available = sum(unavailable_reason(c) is None for c in grid.cells)
         print(f"  {name:{width}s} {len(grid.cells):4d} cells ({available} available now): {grid.description}")

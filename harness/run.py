@@ -134,12 +134,12 @@ def _section(title: str) -> tuple[Parser, argparse._ArgumentGroup]:
 def help_text() -> str:
     """``--help``: the overview, then the options of one cell, of a grid, and the information
     options, each with its help, then the exit codes."""
-    from harness.grid_cli import GRID_HELP, LIST_HELP, add_grid_options  # no Ray: imported lazily there
+    from harness.grid_cli import LIST_HELP, add_grid_options, grid_help  # no Ray: imported lazily there
 
     cell, group = _section("one cell (--problem, --algorithm), without Ray")
     add_cell_arguments(group)
     grid, group = _section("a grid (--grid), on Ray")
-    group.add_argument("--grid", metavar="NAME|FILE", help=GRID_HELP)
+    group.add_argument("--grid", metavar="NAME|FILE", help=grid_help())
     add_grid_options(group)
     info, group = _section("information (runs nothing)")
     group.add_argument("--list", action="store_true", help=LIST_HELP)

@@ -8,6 +8,7 @@ tested is the engine's (:mod:`analysis.claims`).
 from __future__ import annotations
 
 from analysis.study import Beats, Cheaper, Claim, Figure, OnPar, SameQueries, Study
+from studies.nguyen2021.grids import GRIDS
 
 DISCRETE = ("branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann-1-2-discrete",
             "hartmann-2-1-discrete")
@@ -65,7 +66,7 @@ STUDY = Study(
     # the reduced rho-KG^apx search effort of the smoke, quick and sensitivity grids
     named_options={"reduced effort": {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}},
     baseline="random",
-    grids=("quick", "paper", "sensitivity", "cvar"),
+    grids=GRIDS,
     figures=FIGURES,
     colours={"vucb-unif": 0, "vucb-prob": 1, "rhokg-apx": 2, "stableopt": 3, "cvucb": 4, "botorch-risk": 5,
              "random": 7},

@@ -12,8 +12,6 @@ import pytest
 from algorithms import ALGORITHMS
 from harness.cell import CellSpec
 from harness.grid import (
-    cvar_grid,
-    paper_grid,
     resolve_grid,
     select,
     smoke_grid,
@@ -23,6 +21,7 @@ from harness.grid import (
 from harness.run import main
 from harness.spec import RISKS
 from problems import PROBLEMS, build_problem
+from studies.nguyen2021.grids import cvar_grid, paper_grid
 
 DISCRETE = ["branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann-1-2-discrete",
             "hartmann-2-1-discrete"]
@@ -69,7 +68,7 @@ def test_cvar_grid_is_the_readme_s_tables_and_shares_the_paper_grid_s_var_cells(
 
 
 def test_sensitivity_grid_is_the_issue_s_design() -> None:
-    from harness.grid import SENSITIVITY_RHOKG_OPTIONS, sensitivity_grid
+    from studies.nguyen2021.grids import SENSITIVITY_RHOKG_OPTIONS, sensitivity_grid
 
     cells = sensitivity_grid().cells
     assert len(cells) == len(set(cells)) == 300

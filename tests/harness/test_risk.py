@@ -11,11 +11,12 @@ import torch
 
 from algorithms import ALGORITHMS
 from harness.cell import CellSpec, run_cell
-from harness.grid import GridError, paper_grid, parse_grid, with_overrides
+from harness.grid import GridError, parse_grid, with_overrides
 from harness.results import read_results, spec_hash
 from harness.run import main
 from harness.store import write_cell
 from problems import build_problem
+from studies.nguyen2021.grids import paper_grid
 
 
 def test_var_cells_keep_their_hash() -> None:
