@@ -23,10 +23,16 @@ Comparisons (each is one sub-claim per problem; see :mod:`analysis.claims` for t
 
 from __future__ import annotations
 
+import difflib
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 
+from algorithms import ALGORITHMS
+from problems import PROBLEMS
+from problems.measures import RISK_MEASURES
 from problems.plugins import import_object, is_import_path
 
 #: The entry-point group of installed studies.
@@ -138,8 +144,8 @@ class Study:
         named_options: option sets named by one word in a variant's name.
         baseline: the algorithm the aggregate view measures every method against ("" for none).
         grids: the study's named grids, name -> a function of no argument that returns a
-            :class:`harness.grid.Grid` (``python -m harness.run --grid NAME``; a folder of one of
-            them is reported with this study unless told otherwise).
+            :class:`harness.grid.Grid`, or a grid file's table (``python -m harness.run --grid NAME``;
+            a folder of one of them is reported with this study unless told otherwise).
         figures: its figures; a panel of results that no figure shows goes to a figure "other".
         colours: algorithms that keep a colour of the palette (its index) in every figure; others
             get the remaining colours by name.
@@ -151,7 +157,7 @@ class Study:
     aliases: dict[str, str] = field(default_factory=dict)
     named_options: dict[str, dict] = field(default_factory=dict)
     baseline: str = ""
-    grids: dict[str, Callable[[], object]] = field(default_factory=dict)
+    grids: dict[str, Callable[[], object] | dict] = field(default_factory=dict)
     figures: tuple[Figure, ...] = ()
     colours: dict[str, int] = field(default_factory=dict)
     description: str = ""
@@ -174,24 +180,189 @@ def installed_studies() -> dict[str, str]:
     return {ep.name: ep.value for ep in metadata.entry_points(group=ENTRY_POINTS)}
 
 
-def load_study(name: str) -> Study:
-    """The study ``name``: an installed study's name or an import path ``MODULE:ATTR`` to a
-    :class:`Study`. One-line ``ValueError`` otherwise."""
+def load_study(name: str, check: bool = True) -> Study:
+    """The study ``name``: an installed study's name, an import path ``MODULE:ATTR`` to a
+    :class:`Study`, or a TOML file (:func:`study_from_toml`); with ``check``, every name it uses
+    checked (:func:`check_study`). One-line ``ValueError`` otherwise."""
     installed = installed_studies()
     path = installed.get(name, name)
+    if path.endswith(".toml") or Path(path).is_file():
+        return study_from_toml(Path(path), check)
     if not is_import_path(path):
         raise ValueError(f"unknown study {name!r}; installed: {', '.join(installed) or 'none'}, "
-                         "or an import path MODULE:ATTR")
+                         "an import path MODULE:ATTR or a .toml file")
     study = import_object(path, "study")
     if not isinstance(study, Study):
         raise ValueError(f"study {name!r} ({path}) is a {type(study).__name__}, not an analysis.study.Study")
+    return check_study(study) if check else study
+
+
+#: The comparisons by the ``kind`` a TOML study names them with.
+KINDS: dict[str, type] = {c.kind: c for c in (Beats, OnPar, SameQueries, Cheaper)}
+_STUDY_KEYS = {"name", "description", "baseline", "grids", "claims", "figures", "aliases", "colours"}
+
+
+def study_from_toml(path: Path, check: bool = True) -> Study:
+    """A study written as a TOML file::
+
+        name = "mine"
+        description = "my method against V-UCB"
+        baseline = "random"                      # optional: the aggregate view's baseline
+
+        [grids.mine]                             # any number of grids, each a grid file's keys
+        seeds = [0, 1, 2]
+        iterations = 30
+        [[grids.mine.cells]]
+        problems = ["branin-1-1-discrete"]
+        algorithms = ["vucb-prob", "random", "my_package.algo:Mine"]
+
+        [[claims]]
+        id = "M1"
+        statement = "my method beats V-UCB Prob on Branin"
+        comparisons = [{ kind = "beats", problems = ["branin-1-1-discrete"],
+                         a = "my_package.algo:Mine", b = "vucb-prob" }]
+
+        [[figures]]                              # optional; panels of no figure go to "other"
+        name = "fig_mine"
+        title = "Branin, discrete Z"
+        problems = ["branin-1-1-discrete"]
+        shape = [1, 1]
+        target = "var"
+        series = ["vucb-prob", "my_package.algo:Mine"]
+
+    ``kind`` is one of :data:`KINDS`; ``problems`` may be empty for ``cheaper`` (every problem where
+    ``b`` ran), whose ``a`` may be a list. Grids are kept as their tables and built by the grid
+    parser (:func:`harness.grid.parse_grid`) when run. One-line ``ValueError`` for anything wrong.
+    """
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as error:
+        raise ValueError(f"study {path}: cannot read it: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"study {path}: not valid TOML: {error}") from None
+    unknown = set(data) - _STUDY_KEYS
+    if unknown:
+        raise ValueError(f"study {path}: unknown key {sorted(unknown)[0]!r}; "
+                         f"valid: {', '.join(sorted(_STUDY_KEYS))}")
+    try:
+        claims = _list(data.get("claims", []), "claims")
+        figures = _list(data.get("figures", []), "figures")
+        study = Study(
+            name=_text(data.get("name", path.stem), "name"),
+            description=_text(data.get("description", ""), "description"),
+            baseline=_text(data.get("baseline", ""), "baseline"),
+            grids={str(k): _table(v, f"grid {k}") for k, v in _table(data.get("grids", {}), "grids").items()},
+            claims=tuple(_claim(c, i) for i, c in enumerate(claims, 1)),
+            figures=tuple(_figure(f, i) for i, f in enumerate(figures, 1)),
+            aliases={str(k): _text(v, "aliases")
+                     for k, v in _table(data.get("aliases", {}), "aliases").items()},
+            colours={str(k): int(v) for k, v in _table(data.get("colours", {}), "colours").items()})
+    except (TypeError, ValueError, KeyError) as error:
+        raise ValueError(f"study {path}: {str(error).strip(chr(39) + chr(34))}") from None
+    return check_study(study, str(path)) if check else study
+
+
+def _text(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{where} must be text, got {value!r}")
+    return value
+
+
+def _names(value: object, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{where} must be a name or a list of names, got {value!r}")
+    return tuple(value)
+
+
+def _table(value: object, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} must be a table, got {value!r}")
+    return value
+
+
+def _list(value: object, where: str) -> list:
+    if not isinstance(value, list):
+        raise ValueError(f"{where} must be an array of tables, got {value!r}")
+    return value
+
+
+def _claim(data: object, i: int) -> Claim:
+    where = f"claim {i}"
+    data = _table(data, where)
+    comparisons = []
+    for j, c in enumerate(_list(data.get("comparisons", []), f"{where}: comparisons"), 1):
+        c = _table(c, f"{where}, comparison {j}")
+        kind = c.get("kind")
+        if kind not in KINDS:
+            raise ValueError(f"{where}, comparison {j}: unknown kind {kind!r}; valid: {', '.join(KINDS)}")
+        a = _names(c.get("a"), f"{where}, comparison {j}: a")
+        comparisons.append(KINDS[kind](_names(c.get("problems", []), f"{where}, comparison {j}: problems"),
+                                       a if kind == "cheaper" else _one(a, f"{where}, comparison {j}: a"),
+                                       _one(_names(c.get("b"), f"{where}, comparison {j}: b"),
+                                            f"{where}, comparison {j}: b")))
+    if not comparisons:
+        raise ValueError(f"{where} has no comparisons")
+    return Claim(_text(data.get("id", f"C{i}"), f"{where}: id"),
+                 _text(data.get("statement", ""), f"{where}: statement"), tuple(comparisons))
+
+
+def _one(names: tuple[str, ...], where: str) -> str:
+    if len(names) != 1:
+        raise ValueError(f"{where} must name one algorithm, got {list(names)}")
+    return names[0]
+
+
+def _figure(data: object, i: int) -> Figure:
+    where = f"figure {i}"
+    data = _table(data, where)
+    shape = data.get("shape", [1, len(data.get("problems", [])) or 1])
+    if not (isinstance(shape, list) and len(shape) == 2 and all(isinstance(v, int) and v > 0 for v in shape)):
+        raise ValueError(f"{where}: shape must be [rows, columns], got {shape!r}")
+    return Figure(_text(data.get("name", f"fig_{i}"), f"{where}: name"), _text(data.get("title", ""),
+                                                                              f"{where}: title"),
+                  _names(data.get("problems", []), f"{where}: problems"), (shape[0], shape[1]),
+                  _text(data.get("target", "var"), f"{where}: target"),
+                  _names(data.get("series", []), f"{where}: series"), bool(data.get("always", True)))
+
+
+def check_study(study: Study, where: str | None = None) -> Study:
+    """``study`` if every problem and algorithm it names exists (registered, or an import path),
+    every figure shows a known risk measure and fits its panels; one-line ``ValueError`` otherwise."""
+    where = where or study.name
+    for claim in study.claims:
+        for c in claim.comparisons:
+            for problem in c.problems:
+                _known(problem, PROBLEMS, "problem", f"study {where}, claim {claim.id}")
+            for algorithm in (*(c.a if isinstance(c.a, tuple) else (c.a,)), c.b):
+                _known(study.aliases.get(algorithm, algorithm), ALGORITHMS, "algorithm",
+                       f"study {where}, claim {claim.id}")
+    for figure in study.figures:
+        if figure.target not in RISK_MEASURES:
+            raise ValueError(f"study {where}, figure {figure.name}: unknown risk measure {figure.target!r}; "
+                             f"valid: {', '.join(RISK_MEASURES)}")
+        if len(figure.problems) > figure.shape[0] * figure.shape[1]:
+            raise ValueError(f"study {where}, figure {figure.name}: {len(figure.problems)} problems do not "
+                             f"fit {figure.shape[0]} x {figure.shape[1]} panels")
+        for problem in figure.problems:
+            _known(problem, PROBLEMS, "problem", f"study {where}, figure {figure.name}")
+        for algorithm in figure.series:
+            _known(algorithm, ALGORITHMS, "series", f"study {where}, figure {figure.name}")
     return study
 
 
+def _known(name: str, registry: dict, what: str, where: str) -> None:
+    if name not in registry and not is_import_path(name):
+        close = difflib.get_close_matches(name, list(registry), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"{where}: unknown {what} {name!r}{hint} (a registered name or an import path "
+                         "MODULE:ATTR)")
+
+
 def study_of_grid(grid: str) -> Study | None:
-    """The installed study that declares a grid named ``grid`` (the first, by name), or None."""
+    """The installed study that declares a grid named ``grid`` (the first, by name; checked), or None."""
     for name in sorted(installed_studies()):
-        study = load_study(name)
-        if grid in study.grids:
-            return study
+        if grid in load_study(name, check=False).grids:
+            return load_study(name)
     return None

@@ -85,6 +85,9 @@ class Grid:
     name: str
     cells: tuple[CellSpec, ...]
     description: str = ""
+    #: The study that declares the grid (its name, import path or TOML file; "" for none): recorded
+    #: with the results, so that the report tests that study's claims.
+    study: str = ""
 
 
 def unavailable_reason(spec: CellSpec) -> str | None:
@@ -175,15 +178,36 @@ def complexity_grid() -> Grid:
 ENGINE_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid, "complexity": complexity_grid}
 
 
-def named_grids() -> dict[str, Callable[[], Grid]]:
-    """Every named grid: the smoke grid, the grids of the installed studies
-    (:func:`analysis.study.installed_studies`, in name order; a study's grid of a name taken before
-    is left out), then the complexity grid."""
-    grids = {"smoke": ENGINE_GRIDS["smoke"]}
-    for name in sorted(installed_studies()):
-        for grid, factory in load_study(name).grids.items():
+def named_grids(study: str | None = None) -> dict[str, Callable[[], Grid]]:
+    """Every named grid: ``study``'s (a study's name, import path or TOML file: ``--study``) first,
+    then the smoke grid, the grids of the installed studies (:func:`analysis.study.installed_studies`,
+    in name order; a grid of a name taken before is left out), then the complexity grid. Each
+    study's grid records the study."""
+    grids: dict[str, Callable[[], Grid]] = {}
+    if study is not None:  # the user's: checked before anything runs
+        grids.update(_study_grids(study, check=True))
+    grids.setdefault("smoke", ENGINE_GRIDS["smoke"])
+    for name in sorted(installed_studies()):  # listed, not used: checked when a report reads them
+        for grid, factory in _study_grids(name, check=False).items():
             grids.setdefault(grid, factory)
     return {**grids, **{k: v for k, v in ENGINE_GRIDS.items() if k not in grids}}
+
+
+def _study_grids(study: str, check: bool) -> dict[str, Callable[[], Grid]]:
+    """A study's grids as factories that record the study; a grid file's table is parsed when built.
+    :class:`GridError` for a study that cannot be loaded (or, with ``check``, names what is not)."""
+    try:
+        declared = load_study(study, check).grids
+    except ValueError as error:
+        raise GridError(str(error)) from None
+
+    def factory(name: str, value: Callable[[], Grid] | dict) -> Callable[[], Grid]:
+        def build() -> Grid:
+            grid = parse_grid(value, name) if isinstance(value, dict) else value()
+            return replace(grid, study=study)
+        return build
+
+    return {name: factory(name, value) for name, value in declared.items()}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -363,14 +387,15 @@ def load_grid_file(path: Path) -> Grid:
         raise GridError(f"{path}: {error}") from None
 
 
-def resolve_grid(name_or_file: str) -> Grid:
-    """A named grid, or the grid of a TOML file (a path, or any name ending in .toml)."""
-    grids = named_grids()
+def resolve_grid(name_or_file: str, study: str | None = None) -> Grid:
+    """A named grid (``study``'s first: :func:`named_grids`), or the grid of a TOML file (a path,
+    or any name ending in .toml; it belongs to ``study`` when one is given)."""
+    grids = named_grids(study)
     if name_or_file in grids:
         return grids[name_or_file]()
     path = Path(name_or_file)
     if path.suffix == ".toml" or path.exists():
-        return load_grid_file(path)
+        return replace(load_grid_file(path), study=study or "")
     raise GridError(f"unknown grid {name_or_file!r}: not a named grid ({', '.join(grids)}) "
                     "and no such file")
 
@@ -404,7 +429,7 @@ def with_overrides(grid: Grid, seeds: int | None = None, iterations: int | None 
         if len(groups) * seeds > MAX_CELLS:
             raise GridError(f"--seeds {seeds} makes {len(groups) * seeds} cells; at most {MAX_CELLS}")
         cells = [replace(g, seed=s) for g in groups for s in range(seeds)]
-    return Grid(grid.name, tuple(dict.fromkeys(cells)), description)
+    return replace(grid, cells=tuple(dict.fromkeys(cells)), description=description)
 
 
 def _optimizes(algorithm: str, risk: str) -> bool:

@@ -70,6 +70,9 @@ LIST_HELP = ("print the named grids and their sizes, and the registered algorith
 
 def add_grid_options(container: argparse._ActionsContainer) -> None:
     """The options of a grid run besides ``--grid`` (a parser or an argument group)."""
+    container.add_argument("--study", default=None, metavar="NAME|MODULE:ATTR|FILE.toml",
+                           help="a study whose grids --grid may name (an installed study's are named "
+                                "already); recorded with the results, whose report tests its claims")
     container.add_argument("--out", default=None, metavar="DIR|URI",
                            help="results folder or URI: s3://, gs://, file:// (default results/<grid>)")
     container.add_argument("--seeds", type=int, default=None, metavar="N",
@@ -138,7 +141,8 @@ def _grid(args: argparse.Namespace) -> tuple[Grid, list[CellSpec]]:
     if args.json and not args.dry_run:
         raise UsageError("--json prints the plan of a --dry-run; add --dry-run")
     try:
-        grid = with_overrides(resolve_grid(args.grid), args.seeds, args.iterations, args.gp, args.risk)
+        grid = with_overrides(resolve_grid(args.grid, args.study), args.seeds, args.iterations, args.gp,
+                              args.risk)
     except GridError as error:
         raise UsageError(str(error)) from None
     cells = list(grid.cells)
@@ -476,7 +480,7 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
     removed = remove_stale_temporaries(out)
     if removed:
         print(f"removed {removed} temporary file(s) left by an interrupted run")
-    write_manifest(out, grid.name, list(grid.cells))
+    write_manifest(out, grid.name, list(grid.cells), grid.study)
     interrupted = False
     if to_run:
         from harness.ray_runner import run_cells

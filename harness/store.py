@@ -203,9 +203,10 @@ def clear_failure(out: Location | str, spec: CellSpec) -> None:
             folder.rmdir()  # only succeeds when empty
 
 
-def write_manifest(out: Location | str, grid_name: str, specs: list[CellSpec]) -> None:
-    """Record the grid's full list of cells, so that ``harness.status`` can count the missing ones."""
-    data = {"grid": grid_name, "cells": [asdict(s) for s in specs]}
+def write_manifest(out: Location | str, grid_name: str, specs: list[CellSpec], study: str = "") -> None:
+    """Record the grid's full list of cells, so that ``harness.status`` can count the missing ones,
+    and the study it belongs to (when it does), whose claims the report tests."""
+    data = {"grid": grid_name, **({"study": study} if study else {}), "cells": [asdict(s) for s in specs]}
     _write_text_atomic(json.dumps(data, separators=(",", ":")), location(out) / MANIFEST)
 
 
