@@ -495,9 +495,10 @@ def resolve_grid(name_or_file: str) -> Grid:
                     "and no such file")
 
 
-def with_overrides(grid: Grid, seeds: int | None = None, iterations: int | None = None,
+def with_overrides(grid: Grid, seeds: int | list[int] | None = None, iterations: int | None = None,
                    gp: str | None = None, risk: str | None = None) -> Grid:
-    """``--seeds N`` (seeds 0..N-1 for every cell group), ``--iterations T``, ``--gp PROFILE``
+    """``--seeds N`` (seeds 0..N-1 for every cell group; or a list of seeds, as a grid file's
+    ``seeds``), ``--iterations T``, ``--gp PROFILE``
     (every cell) and ``--risk MEASURE`` (every BO cell whose algorithm optimizes it; the others are
     left out, and the grid's description says how many; :class:`GridError` if none is left)."""
     cells = list(grid.cells)
@@ -513,17 +514,19 @@ def with_overrides(grid: Grid, seeds: int | None = None, iterations: int | None 
         if dropped:
             description = (f"{description}; --risk {risk} left out {len(grid.cells) - len(kept)} "
                            f"cells of {', '.join(dropped)} (VaR only)").lstrip("; ")
-    if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
+    if isinstance(seeds, int) and not 1 <= seeds <= MAX_SEEDS:
         raise GridError(f"--seeds must lie in 1..{MAX_SEEDS}, got {seeds}")
+    seed_list = None if seeds is None else _seeds(seeds, "--seeds")
     if iterations is not None:
         cells = [replace(c, iterations=iterations) for c in cells]
     if gp is not None:
         cells = [replace(c, gp=gp) if c.kind == "bo" else c for c in cells]
-    if seeds is not None:
+    if seed_list is not None:
         groups = dict.fromkeys(replace(c, seed=0) for c in cells)  # ordered, one per seed family
-        if len(groups) * seeds > MAX_CELLS:
-            raise GridError(f"--seeds {seeds} makes {len(groups) * seeds} cells; at most {MAX_CELLS}")
-        cells = [replace(g, seed=s) for g in groups for s in range(seeds)]
+        if len(groups) * len(seed_list) > MAX_CELLS:
+            raise GridError(f"--seeds {seeds} makes {len(groups) * len(seed_list)} cells; "
+                            f"at most {MAX_CELLS}")
+        cells = [replace(g, seed=s) for g in groups for s in seed_list]
     return Grid(grid.name, tuple(dict.fromkeys(cells)), description)
 
 
