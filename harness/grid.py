@@ -293,7 +293,7 @@ def sensitivity_grid() -> Grid:
 
 def complexity_grid() -> Grid:
     """Timing cells of the complexity study (:mod:`harness.complexity`): one acquisition step and
-    one GP fit per method, |D| x |Dz|, 5 timed repeats each."""
+    one GP fit per method, ``|D| x |Dz|``, 5 timed repeats each."""
     cells = tuple(complexity_cells())
     return Grid("complexity", cells, "timing cells: GP fit and one proposal over |D| in "
                 f"{list(SIZES_D)} x |Dz| in {list(SIZES_Z)}, 5 repeats each (see harness/complexity.py)")
