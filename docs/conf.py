@@ -33,6 +33,8 @@ extensions = [
     "varbo_docs",
 ]
 
+# "--grid" stays two hyphens (docutils would make it an en dash)
+smartquotes = False
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
 # the publication's folder is rendered through one page (reproduction.md includes its README.md);
@@ -68,6 +70,8 @@ intersphinx_mapping = {
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"varbo-bench {release}"
+html_static_path = ["_static"]
+html_css_files = ["varbo.css"]
 html_theme_options = {
     "navbar_end": ["version-switcher-placeholder", "theme-switcher", "navbar-icon-links"],
     "navbar_center": ["navbar-nav"],

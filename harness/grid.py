@@ -5,7 +5,7 @@ are not registered yet (the paper grid names every figure's cells from the start
 "not available": it is listed, never silently dropped, and it runs once its problem and algorithm
 exist (same spec, same hash, so a finished cell is still recognised).
 
-A grid file is TOML (see README, "Grids")::
+A grid file is TOML (see docs/how-to/own-study.md)::
 
     name = "my-grid"           # optional, default: the file's stem
     seeds = 3                  # 3 means seeds 0, 1, 2; or an explicit list [0, 4, 7]
@@ -231,7 +231,7 @@ CVAR_BOTORCH_OPTIONS = {"num_fantasies": 8, "num_restarts": 4, "raw_samples": 64
 
 
 def cvar_grid() -> Grid:
-    """The README's CVaR and BoTorch tables: on :data:`CVAR_PROBLEMS`, seeds 0-9, the paper's
+    """The CVaR and BoTorch tables of docs/how-to/cvar.md: on :data:`CVAR_PROBLEMS`, seeds 0-9, the paper's
     iterations,
 
     * CVaR (``risk = "cvar"``): cvucb (the paper's beta_t, and the authors' script's constant
@@ -560,7 +560,7 @@ _PER_ITERATION_S = {"random": 0.05, "vucb-unif": 0.1, "vucb-prob": 0.1, "stableo
 #: took 7-11 s an iteration on the synthetic problems (10 s in this table); these are that
 #: figure over the speedup ``benchmarks/rhokg_speedup.py`` measured at mid-run |D| (2.0-3.4 on
 #: the synthetic problems), and, for the two simulated problems, the rates of their paper-grid
-#: cells (README, Performance).
+#: cells (docs/explanation/performance.md).
 _PER_ITERATION_S_RHOKG = {"branin-1-1-discrete": 4.3, "goldstein-1-1-discrete": 3.0,
                           "hartmann-1-2-discrete": 3.5, "hartmann-2-1-discrete": 5.1,
                           "portfolio-3-2": 12.0, "robot-push-3-2": 10.0}

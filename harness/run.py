@@ -4,7 +4,7 @@ One cell, without Ray:
 
     python -m harness.run --problem branin-1-1-discrete --algorithm vucb-prob --seed 0 --out results/demo
 
-A grid, on Ray (see :mod:`harness.grid_cli` and README, "Grids"):
+A grid, on Ray (see :mod:`harness.grid_cli` and docs/reference/grids.md):
 
     python -m harness.run --grid paper [--out DIR] [--seeds N] [--iterations T] [--only PATTERN]
         [--address ADDR] [--num-cpus N] [--dry-run [--verbose]] [--retry-failed] [--force]

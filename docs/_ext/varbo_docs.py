@@ -183,6 +183,16 @@ def rewrite_reproduction(app: Sphinx, relative_path: Path, parent_docname: str, 
     content[0] = text
 
 
+def literal_paragraph(text: str) -> nodes.paragraph:
+    """A paragraph of plain text whose parts between double backquotes (sphinx-argparse writes the
+    defaults so) are code."""
+    paragraph = nodes.paragraph()
+    for i, part in enumerate(text.split("``")):
+        if part:
+            paragraph += nodes.literal(text=part) if i % 2 else nodes.Text(part)
+    return paragraph
+
+
 def plain_help() -> None:
     """Show the parsers' help texts as the plain text they are (written for a terminal): sphinx-argparse
     parses them as reStructuredText, where ``*?[`` in ``--only``'s help opens an emphasis."""
@@ -195,10 +205,18 @@ def plain_help() -> None:
             return rst_list(items, markdown_help, settings)
         out: list[nodes.Node] = []
         for item in items:
-            out += [nodes.paragraph(text=item)] if isinstance(item, str) else list(item)
+            out += [literal_paragraph(item)] if isinstance(item, str) else list(item)
         return out
 
     sphinxarg.ext.render_list = render_list
+
+
+def drop_empty_usage(app: Sphinx, doctree: nodes.document) -> None:
+    """``doctree-read``: remove the empty usage block that sphinx-argparse draws for a parser whose
+    usage is suppressed (the sections of ``harness.run --help``; the page shows the usage once)."""
+    for block in list(doctree.findall(nodes.literal_block)):
+        if not block.astext().strip():
+            block.parent.remove(block)
 
 
 def setup(app: Sphinx) -> dict[str, object]:
@@ -210,4 +228,5 @@ def setup(app: Sphinx) -> dict[str, object]:
     app.connect("config-inited", lambda app, config: write_inventories(
         Path(app.confdir) / "_build" / "inventories"))
     app.connect("include-read", rewrite_reproduction)
+    app.connect("doctree-read", drop_empty_usage)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
