@@ -94,8 +94,8 @@ class Algorithm(ABC):
     #: How many candidates the complexity study evaluates the acquisition function on at once.
     evaluation_batch: ClassVar[int] = 256
     #: The options that set how many samples of a continuous Z the algorithm draws per estimate:
-    #: the complexity study sets them all to its |Dz| (empty: the algorithm cannot be timed on a
-    #: continuous Z at a chosen |Dz|).
+    #: the complexity study sets them all to its ``|Dz|`` (empty: the algorithm cannot be timed on
+    #: a continuous Z at a chosen ``|Dz|``).
     z_sample_options: ClassVar[tuple[str, ...]] = ()
     #: Dataclasses whose fields are further options, which ``__init__`` takes as ``**kwargs``, by
     #: the kind of Z they apply to (V-UCB's LNSO settings on a continuous Z). Read only by
@@ -106,7 +106,7 @@ class Algorithm(ABC):
     @classmethod
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:
         """Rough single-core seconds of one proposal on a Z of kind ``z_kind``, as (fixed seconds,
-        seconds at |D| = 40 and |Dz| = 64, exponent in |D|, exponent in |Dz|). It sizes the
+        seconds at ``|D| = 40`` and ``|Dz| = 64``, exponent in ``|D|``, exponent in ``|Dz|``). It sizes the
         complexity study and its ETA; it is not a result. The default is a middling guess."""
         return (0.1, 0.5, 1.0, 1.0)
 

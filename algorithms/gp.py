@@ -392,10 +392,11 @@ class PosteriorMarginals:
         With the squared-exponential ARD kernel, which factorizes over coordinates,
         k((x, z), (x', z')) = s k_x(x, x') k_z(z, z'), the cross-covariance of the whole x-by-Z grid
         is an outer product of two small kernel matrices: no exponential per grid point, and the
-        posterior mean is one matrix product. Any other kernel (the Matern profiles) evaluates the
-        kernel on every (x, z) pair. Differentiable in ``X``.
+        posterior mean is one matrix product. Any other kernel (the Matern profiles, or a kernel without
+        an output scale, as BoTorch's default ``SingleTaskGP``) evaluates the kernel on every (x, z)
+        pair. Differentiable in ``X``.
         """
-        base = self.kernel.base_kernel
+        base = getattr(self.kernel, "base_kernel", None)  # ScaleKernel(RBFKernel): the fast path
         if not isinstance(base, RBFKernel):
             batch_shape, m = X.shape[:-1], Z.shape[0]
             pairs = torch.cat([X.unsqueeze(-2).expand(*batch_shape, m, X.shape[-1]),

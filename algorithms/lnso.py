@@ -12,7 +12,8 @@ step together (a gather of their weights, then a scatter back); there is no Pyth
 
 The counts are options (:class:`LNSOSettings`). The authors used 50 starts, 1000 training steps
 per (re)fit and 2000 x steps at Adam lr 1e-3 (docs/conventions.md section 5): minutes per iteration on one
-core. The defaults here are sized for about a second per BO iteration (README, "Continuous Z").
+core. The defaults here are sized for about a second per BO iteration (docs/explanation/method.md,
+"Continuous Z").
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ SERIES_KEYS = ["problem", "alpha", "target", "algorithm", "options", "iterations
 CELL_KEYS = [*SERIES_KEYS, "seed"]
 
 #: Regret at or below this value is drawn and tested at this value (log10 = -9). The optima are
-#: certified to about 1e-11 (README, "Problems") and VaR differences below 1e-9 are not resolved by
+#: certified to about 1e-11 (docs/reference/problems.md) and VaR differences below 1e-9 are not resolved by
 #: the search, so a smaller regret is "the optimum reached" rather than a measurement.
 DEFAULT_FLOOR = 1e-9
 #: A regret below minus this value cannot come from rounding: the stored optimum is beaten.

@@ -560,7 +560,8 @@ def _seeds_by_problem(frame: pd.DataFrame) -> dict[str, str]:
 # command line
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m analysis.report`` (also the documentation's CLI reference)."""
     parser = argparse.ArgumentParser(
         prog="python -m analysis.report",
         description="Turn a results folder (finished or not) into figures with 70% bands, the timing "
@@ -573,7 +574,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--study", default=None, metavar="NAME",
                         help="the study whose claims are tested: an installed study's name or an import "
                              "path MODULE:ATTR (default: the one the folder's grid belongs to, if any)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         args.results = location(args.results)
     except ValueError as error:

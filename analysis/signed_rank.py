@@ -61,7 +61,7 @@ def rank_biserial(d: np.ndarray) -> float:
 
 
 def tost_p(d: np.ndarray, margin: float) -> float:
-    """p-value of equivalence |median d| < margin by two one-sided signed-rank tests."""
+    """p-value of equivalence ``|median d| < margin`` by two one-sided signed-rank tests."""
     d = np.asarray(d, dtype=float)
     if d.size == 0:
         return float("nan")

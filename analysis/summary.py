@@ -4,7 +4,7 @@
 70 % band, from :func:`analysis.bands.band_table`, with the series' median seconds per proposal from
 :func:`analysis.timing.timing_table`); ``pivot_tables`` lays it out as problems x methods, one
 regret table and one timing table per target (``var``, ``cvar``, ``worst_case``). The report writes
-the long form to ``final_table.csv`` and shows the pivots; the README's VaR and CVaR tables are
+the long form to ``final_table.csv`` and shows the pivots; the VaR and CVaR tables of the documentation are
 copied from them.
 """
 

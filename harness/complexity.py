@@ -209,7 +209,7 @@ SIZES_Z = (16, 64, 256, 1024)
 #: rho-KG^apx is timed at a reduced search effort (the smoke grid's: fewer restarts and raw
 #: samples, at most 100 L-BFGS-B iterations). The effort multiplies the number of acquisition
 #: evaluations, a constant in |D| and |Dz|, so it moves the curves, not their slopes; at BoRisk's
-#: effort one proposal already takes 5-13 s at |Dz| = 100 (README, Performance).
+#: effort one proposal already takes 5-13 s at |Dz| = 100 (docs/explanation/performance.md).
 RHOKG_TIMING_OPTIONS = {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}
 #: (problem, algorithm, options) of every timed method: the discrete-Z methods on Branin-(1,1)'s
 #: function with a Gaussian grid of |Dz| points, the continuous-Z V-UCB variants on its continuous

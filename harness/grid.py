@@ -5,7 +5,7 @@ are not registered yet (the paper grid names every figure's cells from the start
 "not available": it is listed, never silently dropped, and it runs once its problem and algorithm
 exist (same spec, same hash, so a finished cell is still recognised).
 
-A grid file is TOML (see README, "Grids")::
+A grid file is TOML (see docs/how-to/own-study.md)::
 
     name = "my-grid"           # optional, default: the file's stem
     seeds = 3                  # 3 means seeds 0, 1, 2; or an explicit list [0, 4, 7]
@@ -167,7 +167,7 @@ def smoke_grid() -> Grid:
 
 def complexity_grid() -> Grid:
     """Timing cells of the complexity study (:mod:`harness.complexity`): one acquisition step and
-    one GP fit per method, |D| x |Dz|, 5 timed repeats each."""
+    one GP fit per method, ``|D| x |Dz|``, 5 timed repeats each."""
     cells = tuple(complexity_cells())
     return Grid("complexity", cells, "timing cells: GP fit and one proposal over |D| in "
                 f"{list(SIZES_D)} x |Dz| in {list(SIZES_Z)}, 5 repeats each (see harness/complexity.py)")
@@ -400,9 +400,10 @@ def resolve_grid(name_or_file: str, study: str | None = None) -> Grid:
                     "and no such file")
 
 
-def with_overrides(grid: Grid, seeds: int | None = None, iterations: int | None = None,
+def with_overrides(grid: Grid, seeds: int | list[int] | None = None, iterations: int | None = None,
                    gp: str | None = None, risk: str | None = None) -> Grid:
-    """``--seeds N`` (seeds 0..N-1 for every cell group), ``--iterations T``, ``--gp PROFILE``
+    """``--seeds N`` (seeds 0..N-1 for every cell group; or a list of seeds, as a grid file's
+    ``seeds``), ``--iterations T``, ``--gp PROFILE``
     (every cell) and ``--risk MEASURE`` (every BO cell whose algorithm optimizes it; the others are
     left out, and the grid's description says how many; :class:`GridError` if none is left)."""
     cells = list(grid.cells)
@@ -418,17 +419,19 @@ def with_overrides(grid: Grid, seeds: int | None = None, iterations: int | None 
         if dropped:
             description = (f"{description}; --risk {risk} left out {len(grid.cells) - len(kept)} "
                            f"cells of {', '.join(dropped)} (VaR only)").lstrip("; ")
-    if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
+    if isinstance(seeds, int) and not 1 <= seeds <= MAX_SEEDS:
         raise GridError(f"--seeds must lie in 1..{MAX_SEEDS}, got {seeds}")
+    seed_list = None if seeds is None else _seeds(seeds, "--seeds")
     if iterations is not None:
         cells = [replace(c, iterations=iterations) for c in cells]
     if gp is not None:
         cells = [replace(c, gp=gp) if c.kind == "bo" else c for c in cells]
-    if seeds is not None:
+    if seed_list is not None:
         groups = dict.fromkeys(replace(c, seed=0) for c in cells)  # ordered, one per seed family
-        if len(groups) * seeds > MAX_CELLS:
-            raise GridError(f"--seeds {seeds} makes {len(groups) * seeds} cells; at most {MAX_CELLS}")
-        cells = [replace(g, seed=s) for g in groups for s in range(seeds)]
+        if len(groups) * len(seed_list) > MAX_CELLS:
+            raise GridError(f"--seeds {seeds} makes {len(groups) * len(seed_list)} cells; "
+                            f"at most {MAX_CELLS}")
+        cells = [replace(g, seed=s) for g in groups for s in seed_list]
     return replace(grid, cells=tuple(dict.fromkeys(cells)), description=description)
 
 
@@ -462,7 +465,7 @@ _PER_ITERATION_S = {"random": 0.05, "vucb-unif": 0.1, "vucb-prob": 0.1, "stableo
 #: took 7-11 s an iteration on the synthetic problems (10 s in this table); these are that
 #: figure over the speedup ``benchmarks/rhokg_speedup.py`` measured at mid-run |D| (2.0-3.4 on
 #: the synthetic problems), and, for the two simulated problems, the rates of their paper-grid
-#: cells (README, Performance).
+#: cells (docs/explanation/performance.md).
 _PER_ITERATION_S_RHOKG = {"branin-1-1-discrete": 4.3, "goldstein-1-1-discrete": 3.0,
                           "hartmann-1-2-discrete": 3.5, "hartmann-2-1-discrete": 5.1,
                           "portfolio-3-2": 12.0, "robot-push-3-2": 10.0}

@@ -30,8 +30,10 @@ from harness.catalog import algorithm_lines
 from harness.cell import CellSpec
 from harness.cli import EXIT_USAGE, Parser, UsageError, check_writable, out_location
 from harness.grid import (
+    BELOW_MIN_MASS,
     Grid,
     GridError,
+    alpha_below_min_mass,
     cell_label,
     estimate_seconds,
     named_grids,
@@ -68,6 +70,15 @@ LIST_HELP = ("print the named grids and their sizes, and the registered algorith
              "they handle and their options")
 
 
+def seeds_argument(text: str) -> int | list[int]:
+    """``--seeds``: a count (``10``) or a comma-separated list of seeds (``0,3,7``)."""
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a count or a list such as 0,3,7, got {text!r}") from None
+    return values[0] if "," not in text else values
+
+
 def add_grid_options(container: argparse._ActionsContainer) -> None:
     """The options of a grid run besides ``--grid`` (a parser or an argument group)."""
     container.add_argument("--study", default=None, metavar="NAME|MODULE:ATTR|FILE.toml",
@@ -75,8 +86,9 @@ def add_grid_options(container: argparse._ActionsContainer) -> None:
                                 "already); recorded with the results, whose report tests its claims")
     container.add_argument("--out", default=None, metavar="DIR|URI",
                            help="results folder or URI: s3://, gs://, file:// (default results/<grid>)")
-    container.add_argument("--seeds", type=int, default=None, metavar="N",
-                           help="seeds 0..N-1 for every cell group")
+    container.add_argument("--seeds", type=seeds_argument, default=None, metavar="N|LIST",
+                           help="seeds 0..N-1 for every cell group, or a comma-separated list of seeds "
+                                "(0,3,7), as a grid file's seeds")
     container.add_argument("--iterations", type=int, default=None, metavar="T",
                            help="iterations of every cell")
     container.add_argument("--gp", default=None, metavar="PROFILE",
@@ -122,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _grid(args: argparse.Namespace) -> tuple[Grid, list[CellSpec]]:
     """The grid (after --seeds, --iterations, --gp, --risk) and its selected cells (after --only)."""
-    if args.seeds is not None and args.seeds < 1:
+    if isinstance(args.seeds, int) and args.seeds < 1:
         raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
     if args.iterations is not None and args.iterations < 0:
         raise UsageError(f"--iterations must be >= 0, got {args.iterations}")
@@ -211,6 +223,18 @@ def problem_defaults(name: str) -> tuple[float, int] | None:
     return problem.alpha, problem.iterations
 
 
+def alpha_text(problem: str, alpha: float | None) -> str:
+    """A dry run's alpha: ``below-min-mass (3.957e-13)`` where it is the grid's alpha -> 0 setting
+    (half the problem's smallest mass), the grid file's name for it, else the number."""
+    if alpha is None:
+        return "-"
+    try:
+        below = alpha == alpha_below_min_mass(problem)
+    except (GridError, KeyError, ValueError):  # a continuous Z, or a problem that does not build here
+        below = False
+    return f"{BELOW_MIN_MASS} ({alpha:.4g})" if below else f"{alpha:.4g}"
+
+
 def print_groups(cells: list[CellSpec], shown: dict[CellSpec, str], cost: dict[CellSpec, float]) -> None:
     """One line per :func:`group_key` group (in the grid's order): its problem, algorithm, alpha and
     iterations (the problem's where the grid sets none), GP profile, risk measure, the cells in each state and
@@ -240,7 +264,7 @@ def print_groups(cells: list[CellSpec], shown: dict[CellSpec, str], cost: dict[C
         options = " ".join(f"{name}={value}" for name, value in spec.options)
         if spec.kind != "bo":
             options = f"[{spec.kind}] {options}".rstrip()
-        rows.append([spec.problem, spec.algorithm, "-" if alpha is None else f"{alpha:.4g}",
+        rows.append([spec.problem, spec.algorithm, alpha_text(spec.problem, alpha),
                      "-" if iterations is None else str(iterations), spec.gp, spec.risk,
                      *(str(counts[state]) for _, state in states),
                      minutes_text(seconds), options])

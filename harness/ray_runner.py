@@ -476,11 +476,15 @@ LOG_EVERY_S = 15.0
 
 
 def _format_eta(seconds: float) -> str:
+    """A remaining time with its units (``2 h 05 min``, ``7 min 30 s``, ``45 s``): a bare ``7:30``
+    could be read as hours or minutes."""
     if seconds != seconds or seconds == float("inf"):
         return "?"
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
 class Eta:

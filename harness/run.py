@@ -4,7 +4,7 @@ One cell, without Ray:
 
     python -m harness.run --problem branin-1-1-discrete --algorithm vucb-prob --seed 0 --out results/demo
 
-A grid, on Ray (see :mod:`harness.grid_cli` and README, "Grids"):
+A grid, on Ray (see :mod:`harness.grid_cli` and docs/reference/grids.md):
 
     python -m harness.run --grid paper [--out DIR] [--seeds N] [--iterations T] [--only PATTERN]
         [--address ADDR] [--num-cpus N] [--dry-run [--verbose]] [--retry-failed] [--force]
@@ -131,21 +131,39 @@ def _section(title: str) -> tuple[Parser, argparse._ArgumentGroup]:
     return parser, parser.add_argument_group(title)
 
 
-def help_text() -> str:
-    """``--help``: the overview, then the options of one cell, of a grid, and the information
-    options, each with its help, then the exit codes."""
-    from harness.grid_cli import LIST_HELP, add_grid_options, grid_help  # no Ray: imported lazily there
-
-    cell, group = _section("one cell (--problem, --algorithm), without Ray")
+def cell_section() -> Parser:
+    """The section of ``--help`` for one cell (also the documentation's CLI reference)."""
+    parser, group = _section("one cell (--problem, --algorithm), without Ray")
     add_cell_arguments(group)
-    grid, group = _section("a grid (--grid), on Ray")
+    return parser
+
+
+def grid_section() -> Parser:
+    """The section of ``--help`` for a grid (also the documentation's CLI reference)."""
+    from harness.grid_cli import add_grid_options, grid_help  # no Ray: imported lazily there
+
+    parser, group = _section("a grid (--grid), on Ray")
     group.add_argument("--grid", metavar="NAME|FILE", help=grid_help())
     add_grid_options(group)
-    info, group = _section("information (runs nothing)")
+    return parser
+
+
+def info_section() -> Parser:
+    """The section of ``--help`` for the information options (also the documentation's CLI reference)."""
+    from harness.grid_cli import LIST_HELP
+
+    parser, group = _section("information (runs nothing)")
     group.add_argument("--list", action="store_true", help=LIST_HELP)
     group.add_argument("--describe", metavar="ALGORITHM", help=DESCRIBE_HELP)
     group.add_argument("-h", "--help", action="store_true", help="this help (--grid X --help: the grid's)")
-    return "\n".join([OVERVIEW, *(p.format_help() for p in (cell, grid, info)), EPILOG])
+    return parser
+
+
+def help_text() -> str:
+    """``--help``: the overview, then the options of one cell, of a grid, and the information
+    options, each with its help, then the exit codes."""
+    sections = (cell_section(), grid_section(), info_section())
+    return "\n".join([OVERVIEW, *(p.format_help() for p in sections), EPILOG])
 
 
 DESCRIBE_HELP = ("print an algorithm's options (a registered name, or MODULE:ATTR): per kind of Z, each "

@@ -108,11 +108,17 @@ def running_lines(out: Path, now: float | None = None) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> Parser:
+    """The command line of ``python -m harness.status`` (also the documentation's CLI reference)."""
     parser = Parser(prog="python -m harness.status", description=__doc__.splitlines()[0])
     parser.add_argument("out", help="a results folder or URI (s3://, gs://, file://)")
     parser.add_argument("--grid", default=None, help="count against this grid instead of DIR/_grid.json")
     parser.add_argument("--failures", action="store_true", help="print each failed cell's message")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     try:
         args = parser.parse_args(argv)
         args.out = out_location(args.out)

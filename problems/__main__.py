@@ -131,7 +131,8 @@ def _search_optimum(name: str, alpha: float | None, points: int) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m problems`` (also the documentation's CLI reference)."""
     parser = argparse.ArgumentParser(prog="python -m problems", description=__doc__.split("\n")[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
@@ -154,7 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partial", action="store_true",
                         help="robot-push-3-2: stop its quasi-random phase where its checkpoint is, "
                         "refine and write the entry labelled complete: false")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.search_optimum is not None:
         return _search_optimum(args.search_optimum, args.alpha, args.points)
     names = args.check_optima if args.check_optima is not None else args.write_optima

@@ -45,7 +45,7 @@ class DiscreteZ:
 
     @property
     def size(self) -> int:
-        """|Dz|, the number of support points."""
+        """``|Dz|``, the number of support points."""
         return self.points.shape[0]
 
     @property

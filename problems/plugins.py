@@ -4,7 +4,7 @@ A problem or an algorithm that is not registered in this package is named by whe
 the user's own code; the cell spec records that string, and every process that runs the cell (a Ray
 worker too) imports it again. The module must be importable there: on a local Ray the workers see
 the directory the command was started from and the driver's ``PYTHONPATH``; on a cluster every node
-needs it (installed, or on the nodes' ``PYTHONPATH``; README, "Your own problem or algorithm").
+needs it (installed, or on the nodes' ``PYTHONPATH``; docs/how-to/own-problem.md).
 """
 
 from __future__ import annotations

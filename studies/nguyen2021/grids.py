@@ -82,8 +82,8 @@ CVAR_BOTORCH_OPTIONS = {"num_fantasies": 8, "num_restarts": 4, "raw_samples": 64
 
 
 def cvar_grid() -> Grid:
-    """The README's CVaR and BoTorch tables: on :data:`CVAR_PROBLEMS`, seeds 0-9, the paper's
-    iterations,
+    """The CVaR and BoTorch tables of docs/how-to/cvar.md: on :data:`CVAR_PROBLEMS`, seeds 0-9, the
+    paper's iterations,
 
     * CVaR (``risk = "cvar"``): cvucb (the paper's beta_t, and the authors' script's constant
       ``beta = "authors"``), rhokg-apx (the smoke grid's search effort, as the quick grid),

@@ -178,7 +178,9 @@ def render(page: str, contents: dict[str, str]) -> str:
     return BLOCK.sub(replace, page)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m studies.nguyen2021.page`` (also the documentation's CLI
+    reference)."""
     parser = argparse.ArgumentParser(prog="python -m studies.nguyen2021.page",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS, help="the published results folder")
@@ -186,7 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readme", type=Path, default=README,
                         help="the project README, whose 'reproduction' block summarizes the page")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block differs")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     made = blocks(args.results.resolve(), args.readme.resolve(), args.page.resolve())
     stale = []
     for path in (args.page, args.readme):

@@ -110,6 +110,25 @@ def test_the_botorch_acquisition_is_var_of_the_upper_bound_and_works_with_optimi
     assert x_best.shape == (1, 1)
 
 
+def test_the_botorch_acquisition_takes_botorchs_own_default_gp() -> None:
+    """A user's own ``SingleTaskGP`` (BoTorch's default kernel has no output scale): the same values as
+    a brute-force quantile of BoTorch's posterior."""
+    from botorch.models import SingleTaskGP
+
+    from problems import DiscreteZ
+
+    z = DiscreteZ(torch.tensor([[0.0], [0.5], [1.0]], dtype=torch.float64),
+                  torch.tensor(MASSES, dtype=torch.float64))
+    train_X = torch.rand(9, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    model = SingleTaskGP(train_X, (-(train_X[:, :1] - 0.6) ** 2 - 0.5 * train_X[:, 1:]))
+    acq = VUCBAcquisition(model, z, alpha=0.1, beta=4.0)
+    for x in torch.linspace(0, 1, 5, dtype=torch.float64):
+        post = model.posterior(torch.cat([x.expand(3, 1), z.points], dim=-1))
+        upper = post.mean.squeeze(-1) + 2.0 * post.variance.squeeze(-1).sqrt()
+        assert float(acq(x.reshape(1, 1, 1))) == pytest.approx(
+            _weighted_lower_quantile(upper.detach().numpy(), z.masses.numpy(), 0.1), abs=1e-9)
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"bounds": [(1.0, 1.0)]}, "low < high"),
     ({"bounds": [(0.0, math.inf)]}, "finite"),

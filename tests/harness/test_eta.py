@@ -99,3 +99,12 @@ def test_status_lists_the_running_cells_and_says_when_the_record_is_stale(
     assert time.time() - updated < 60
     clear_progress(tmp_path)
     assert running_lines(tmp_path) == []
+
+
+def test_the_eta_says_its_units() -> None:
+    from harness.ray_runner import _format_eta
+
+    assert _format_eta(45.2) == "45 s"
+    assert _format_eta(7 * 60 + 30) == "7 min 30 s"
+    assert _format_eta(2 * 3600 + 5 * 60 + 59) == "2 h 05 min"
+    assert _format_eta(float("nan")) == "?" and _format_eta(float("inf")) == "?"

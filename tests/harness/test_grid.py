@@ -12,6 +12,7 @@ import pytest
 from algorithms import ALGORITHMS
 from harness.cell import CellSpec
 from harness.grid import (
+    GridError,
     resolve_grid,
     select,
     smoke_grid,
@@ -140,6 +141,17 @@ def test_overrides_and_selection() -> None:
     assert {c.algorithm for c in select(grid.cells, "/random/")} == {"random"}
 
 
+def test_seeds_override_takes_a_count_or_a_list_as_grid_files_do(capsys: pytest.CaptureFixture) -> None:
+    grid = with_overrides(paper_grid(), seeds=[0, 5, 7])
+    assert {c.seed for c in grid.cells} == {0, 5, 7} and len(grid.cells) == 510 // 10 * 3
+    with pytest.raises(GridError, match="seeds"):
+        with_overrides(paper_grid(), seeds=[1, 1])
+    assert main(["--grid", "paper", "--seeds", "2,4", "--only", "/random/", "--dry-run",
+                 "--verbose", "--out", "/nonexistent/never"]) == 0
+    cells = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  to run ")]
+    assert cells and {line.split("/seed")[1].split()[0] for line in cells} == {"2", "4"}
+
+
 def test_grid_file_expands_blocks_with_overrides(tmp_path: Path) -> None:
     path = tmp_path / "mine.toml"
     path.write_text('seeds = [0, 5]\niterations = 4\n'
@@ -258,6 +270,9 @@ def test_list_and_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture,
     # alpha: -
     assert re.search(r"^robot-push-3-2 +rhokg-apx +- +100 +paper +var +0 +0 +0 +10 +- *$", text, re.M)
     assert "robot-push-3-2 x rhokg-apx: 10 cells" in text
+    # the alpha -> 0 study's alpha is named as grid files name it, with its value
+    alpha0 = build_problem("branin-1-1-discrete", with_optimum=False).z.min_mass / 2
+    assert re.search(rf"^branin-1-1-discrete +stableopt +below-min-mass \({alpha0:.4g}\) ", text, re.M)
     assert f"to run: {available} cells" in text and "CPU time" in text
     assert main(["--grid", "paper", "--dry-run", "--verbose", "--out", str(out)]) == 0
     verbose = capsys.readouterr().out

@@ -1,6 +1,6 @@
-"""A researcher's own problem and algorithm, in a module outside the package: what the README's
-"Your own problem or algorithm" describes, run by ``tests/harness/test_plugins.py`` from this
-folder as ``toy_plugin:toy_problem`` and ``toy_plugin:Toy``.
+"""A researcher's own problem and algorithm, in a module outside the package: what the documentation's
+"Your own problem" and "Your own algorithm" (docs/how-to/) describe, run by
+``tests/harness/test_plugins.py`` from this folder as ``toy_plugin:toy_problem`` and ``toy_plugin:Toy``.
 
 The problem: f(x, z) = -(x - 0.5)^2 - z on x in [0, 1], Z on {0, 0.5, 1} with masses 0.05, 0.65, 0.3,
 alpha = 0.1. The lower 0.1-quantile of Z's outcomes is the value at z = 1 (f decreases in z and
