@@ -167,6 +167,7 @@ class AlgorithmOptions(SphinxDirective):
 #: job) that point outside the site, and where they go on the site.
 REPRODUCTION_LINKS = {
     "../../README.md#analysis": "explanation/claims.md",
+    "../explanation/claims.md": "explanation/claims.md",
 }
 
 
