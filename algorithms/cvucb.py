@@ -30,22 +30,28 @@ density p(z). The facts come from the paper and the authors' ``cvaropt_discrete.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import ClassVar
 
 import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, Recommendation, positive_int
+from algorithms.cost import ProblemSize
 from algorithms.gp import PosteriorMarginals
+from algorithms.options import Option
 from algorithms.search import maximize_x
 from algorithms.vucb_common import (
     LacingValueError,
+    beta_option,
     beta_schedule,
     check_search_options,
     lacing_values,
     pick_lacing_value,
     recommend_by_mean_var,
+    search_options,
+    search_seconds,
 )
 from problems import DiscreteZ, Problem
 from problems.risk import CUMULATIVE_MASS_TOL, weighted_cvar
@@ -99,17 +105,7 @@ class CVUCB(Algorithm):
     """CV-UCB: x_t maximizes CVaR of the upper bound; z_t is the largest-mass lacing value at the
     level in (0, alpha] where VaR(u) - VaR(l) is largest (module docstring).
 
-    Options:
-        beta: the confidence bounds' width beta_t (bounds mu +- beta_t^(1/2) sigma): ``"paper"``,
-            2 log(t^2 pi^2 / 0.6) (V-UCB's schedule); ``"authors"``, 9 (the authors' CV-UCB script's
-            beta^(1/2) = 3); or a positive constant.
-        lv_rule: which lacing value at alpha_t: ``"prob"``, the one of largest mass (density on a
-            continuous Z), ties at random (the paper's heuristic); ``"unif"``, uniformly at random.
-        n_raw: scrambled Sobol x scored per iteration before L-BFGS-B (unset: 256 per dimension of
-            x).
-        n_restarts: L-BFGS-B starts, the best-scored of those x.
-        maxiter: L-BFGS-B iterations.
-        n_samples (continuous Z): N, the quasi-random draws of Z of an iteration, each of mass 1/N.
+    Its options are declared in :attr:`options`.
     """
 
     name = "cvucb"
@@ -120,6 +116,24 @@ class CVUCB(Algorithm):
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:
         """See :meth:`Algorithm.proposal_cost`: V-UCB's exact search, with a full sort per x."""
         return (0.05, 0.15, 0.5, 1.0)
+
+    options: ClassVar[tuple[Option, ...]] = (
+        beta_option("the confidence bounds' width beta_t (bounds mu +- beta_t^(1/2) sigma): "
+                    "``\"paper\"``, 2 log(t^2 pi^2 / 0.6) (V-UCB's schedule); ``\"authors\"``, 9 (the "
+                    "authors' CV-UCB script's beta^(1/2) = 3); or a positive constant."),
+        Option("lv_rule", str, "prob", "which lacing value at alpha_t: ``\"prob\"``, the one of largest "
+               "mass (density on a continuous Z), ties at random (the paper's heuristic); ``\"unif\"``, "
+               "uniformly at random.", choices=LV_RULES),
+        *search_options(),
+        Option("n_samples", int, None, "N, the quasi-random draws of Z of an iteration, each of mass "
+               "1/N (unset: 256).", low=1, nullable=True, z_kind="continuous"))
+
+    @classmethod
+    def iteration_seconds(cls, size: ProblemSize, options: Mapping[str, object]) -> float:
+        """See :mod:`algorithms.cost`: V-UCB's x search with a full sort per x (0.10 s on a
+        discrete Z), over N draws of a continuous one in proportion to N."""
+        draws = 1.0 if size.z_kind == "discrete" else (options["n_samples"] or 256) / 256
+        return search_seconds(options, size.d_x, 0.10) * draws
 
     def __init__(self, problem: Problem, seed_root: int, risk: str = "cvar", beta: str | float = "paper",
                  lv_rule: str = "prob", n_raw: int | None = None, n_restarts: int = 5,

@@ -1,4 +1,6 @@
-"""An algorithm's options, their defaults and their meanings, read from the code itself.
+"""An algorithm's options, their defaults and their meanings, read from the code itself, for a
+class that does not declare them (:mod:`algorithms.options`: a registered algorithm declares
+them; a plug-in may not).
 
 The names and defaults come from the signature of the class's ``__init__`` (``problem``,
 ``seed_root`` and ``risk``, the cell's risk measure, are not options) and from the fields of the
@@ -15,7 +17,7 @@ whose ``Options:`` (or ``Args:``, ``Attributes:``) section has one entry per opt
 only. ``**kwargs`` of ``__init__`` that the class declares no settings for are passed on to the
 parent class, whose options are then the class's too (a subclass that only changes defaults names
 those and passes the rest on). :func:`describe_options` is what ``python -m harness.run
---describe`` and ``--list`` print.
+--describe`` and ``--list`` print: the declaration where there is one, else :func:`signature_options`.
 """
 
 from __future__ import annotations
@@ -145,11 +147,20 @@ def _init_options(cls: type, documented: list[type], uses_settings: bool) -> lis
     return [own.get(o.name, o) for o in inherited] + [o for o in own.values() if o.name not in names]
 
 
-def describe_options(factory: type[Algorithm]) -> list[OptionDoc]:
-    """Every option of the algorithm class ``factory``, in the order of its ``__init__`` (then the
-    fields of its option settings, by kind of Z); see the module docstring. An option whose
-    meaning no docstring gives has ``meaning == ""`` (a test requires one for every registered
-    algorithm)."""
+def describe_options(factory: type[Algorithm]) -> list:
+    """Every option of the algorithm class ``factory`` as :class:`algorithms.options.Option`: its
+    declaration (:func:`algorithms.options.declared_options`), which for a class that declares none
+    is :func:`signature_options`, typed where an ancestor declares the same name."""
+    from algorithms.options import declared_options  # it reads this module's signature_options
+
+    return list(declared_options(factory))
+
+
+def signature_options(factory: type[Algorithm]) -> list[OptionDoc]:
+    """Every option of the algorithm class ``factory`` as its code says: in the order of its
+    ``__init__`` (then the fields of its option settings, by kind of Z); see the module docstring.
+    An option whose meaning no docstring gives has ``meaning == ""``. What a class that declares no
+    ``options`` (:mod:`algorithms.options`) is described by."""
     documented = [c for c in factory.__mro__ if c is not object]
     options = _init_options(factory, documented, bool(factory.option_settings))
     seen = {o.name for o in options}

@@ -7,11 +7,16 @@ beat it to be worth its cost.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, Recommendation
+from algorithms.cost import ProblemSize
+from algorithms.options import Option
 from algorithms.vucb_common import recommend_by_mean_var
 
 
@@ -26,6 +31,14 @@ class RandomSearch(Algorithm):
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:
         """See :meth:`Algorithm.proposal_cost`: a draw."""
         return (0.001, 0.0, 0.0, 0.0)
+
+    options: ClassVar[tuple[Option, ...]] = ()
+
+    @classmethod
+    def iteration_seconds(cls, size: ProblemSize, options: Mapping[str, object]) -> float:
+        """See :mod:`algorithms.cost`: a draw, and the recommendation's argmax over the queried x
+        (the harness's GP update and regret are the rest of its 0.05 s an iteration)."""
+        return 0.0
 
     def propose(self, model: SingleTaskGP, t: int) -> Proposal:
         x = torch.rand(self.problem.d_x, generator=self.rng, dtype=torch.float64)

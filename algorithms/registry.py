@@ -2,8 +2,8 @@
 
 A factory is called as ``factory(problem, seed_root, **options)`` and returns an
 :class:`algorithms.base.Algorithm`. To add an algorithm, subclass it and add one entry here, and
-document its options in an ``Options:`` section of its docstring (:func:`describe_options`; a test
-requires a meaning for every option of every registered algorithm).
+declare its options in its ``options`` attribute (:mod:`algorithms.options`; a test requires the
+declaration to match the constructor and a meaning for every option of every registered algorithm).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from algorithms.base import Algorithm, check_algorithm
 from algorithms.botorch_risk import BotorchRisk
 from algorithms.cvucb import CVUCB
 from algorithms.describe import OptionDoc, describe_options
+from algorithms.options import check_declaration
 from algorithms.random_search import RandomSearch
 from algorithms.rhokg import RhoKGApx, RhoKGApxReleased
 from algorithms.stableopt import StableOpt
@@ -36,6 +37,7 @@ ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
 }
 for _key, _factory in ALGORITHMS.items():  # a class whose name or declarations do not hold fails here
     check_algorithm(_key, _factory)
+    check_declaration(_key, _factory)
 
 
 def algorithm_factory(name: str) -> type[Algorithm]:
@@ -49,4 +51,5 @@ def algorithm_factory(name: str) -> type[Algorithm]:
                        "or an import path MODULE:ATTR")
     factory = import_object(name, "algorithm")
     check_algorithm(name, factory)
+    check_declaration(name, factory)
     return factory  # type: ignore[return-value]

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -52,7 +52,9 @@ from botorch.utils.sampling import draw_sobol_normal_samples
 from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, Recommendation, positive_float, positive_int
+from algorithms.cost import ProblemSize
 from algorithms.gp import PosteriorMarginals
+from algorithms.options import Option, with_defaults
 from problems import DiscreteZ, Problem
 from problems.measures import risk_measure
 from problems.risk import weighted_var
@@ -567,45 +569,36 @@ TTS_RESET = ("batch", "iteration")
 CVAR_FORMULAS = ("exact", "released")
 
 
+#: rho-KG^apx's fixed seconds an iteration (base samples, the current best, the recommendation).
+RHOKG_FIXED_S = 0.3
+#: rho-KG^apx's seconds per acquisition evaluation weighted by :func:`rhokg_evaluations`, at |W| = 100,
+#: M = 10 and 40 observations: calibrated so that the paper grid's rho-KG^apx cells keep the
+#: estimate of the table it replaced (3.0-5.1 s an iteration on the discrete synthetic problems, 12 s
+#: on portfolio and 10 s on robot pushing: the median acquisition times of their paper-grid cells).
+RHOKG_EVALUATION_S = 3.1e-4
+#: L-BFGS-B iterations a rho-KG^apx start typically runs before it converges: first phase, second.
+RHOKG_CONVERGED = (25, 100)
+
+
+def rhokg_evaluations(d: int, options: Mapping[str, object]) -> float:
+    """The acquisition evaluations of one rho-KG^apx proposal in (x, w) of dimension ``d``, weighted
+    by their fantasies: the raw candidates at ``low_fantasies``, then the restarts' L-BFGS-B steps
+    at ``num_fantasies``: every restart for at most maxiter / 25 steps, the refined tenth for at most
+    ``maxiter`` (both stop sooner when they converge, :data:`RHOKG_CONVERGED`)."""
+    restarts = options["restarts_per_dim"] * d
+    raw = restarts * options["raw_per_restart"]
+    first = min(options["maxiter"] // 25, RHOKG_CONVERGED[0])
+    second = min(options["maxiter"], RHOKG_CONVERGED[1])
+    low = min(options["low_fantasies"], options["num_fantasies"])
+    return low * raw + options["num_fantasies"] * (restarts * first + math.ceil(restarts / 10) * second)
+
+
 class RhoKGApx(Algorithm):
     """rho-KG^apx, for VaR or CVaR. The defaults are BoRisk's paper settings; the last four options
     choose between the method (their default) and what BoRisk's released code does where it departs
     from the method (see the module docstring and :class:`RhoKGApxReleased`).
 
-    Options:
-        num_fantasies: K, fantasy observations at a candidate (x, w).
-        num_samples: M, joint posterior samples of f over W in every estimate of E[VaR].
-        low_fantasies: fantasies used to score the raw candidates (at most ``num_fantasies``).
-        restarts_per_dim: L-BFGS-B restarts per dimension of (x, w), d_x + d_z.
-        raw_per_restart: raw scrambled Sobol candidates (x, w) scored per restart; the restarts are
-            drawn from them.
-        eta: the restarts are drawn with weights exp(eta z) on the raw candidates' z-scores, the
-            best always kept (0: uniformly).
-        maxiter: L-BFGS-B iterations of the second phase, which refines a tenth of the first
-            phase's solutions (see ``refine``); the first phase runs maxiter / 25, rounded down.
-        batch_size: first-phase restarts optimized together as one L-BFGS-B problem.
-        tts_frequency: two-time-scale: the argmax over S of each fantasy is searched at every
-            tts_frequency-th evaluation and reused in between (1: at every evaluation).
-        num_w_samples (continuous Z): L, samples of Z drawn once per iteration as the W of every
-            estimate (a discrete Z's W is its support).
-        acq_weights: ``"mass"``: the acquisition's inner VaR weights W by the masses of Z;
-            ``"uniform"``: it ignores them, as BoRisk's ``AbsKG.__init__`` does by testing
-            ``kwargs.get("weights")`` for a named parameter (the recommendation and the current
-            best keep the masses, as BoRisk's ``current_best`` does). The same for a continuous Z,
-            whose L samples have equal weights anyway.
-        refine: ``"best"``: refine the best tenth of the first-phase solutions; ``"worst"``: the
-            lowest-valued tenth, as BoRisk's ``optimize_outer`` does by sorting ascending.
-        tts_reset: ``"batch"``: the two-time-scale memory is reset before every batch of restarts
-            and before the values at the solutions are taken, which then come from a fresh search
-            over S; ``"iteration"``: reset only at the start of each of the two phases, as
-            BoRisk's ``optimize_outer`` does (a batch starts from the previous batch's remembered
-            argmaxes, and the values that rank the solutions are L-BFGS-B's last evaluation, with
-            the memory).
-        cvar_formula: in a CVaR cell, ``"exact"``: every estimate takes CVaR_alpha of each sample
-            (:func:`problems.weighted_cvar`); ``"released"``: BoRisk's ``InnerRho(CVaR=True)``,
-            the equal-weight mean of the n - int(n (1 - alpha)) smallest values in the acquisition
-            (:func:`borisk_cvar_equal`) and the whole-VaR-atom, renormalized weighted mean in the
-            current best and the recommendation (:func:`borisk_cvar_weighted`). Ignored for VaR.
+    Its options are declared in :attr:`options`.
     """
 
     name = "rhokg-apx"
@@ -622,6 +615,58 @@ class RhoKGApx(Algorithm):
     #: The name the random streams are derived from: variants of the method share rho-KG^apx's
     #: base samples and search starts (common random numbers), so they differ only by their options.
     stream_name = "rhokg-apx"
+
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("num_fantasies", int, 10, "K, fantasy observations at a candidate (x, w).", low=1),
+        Option("num_samples", int, 10, "M, joint posterior samples of f over W in every estimate of "
+               "E[VaR].", low=1),
+        Option("low_fantasies", int, 4, "fantasies used to score the raw candidates (at most "
+               "``num_fantasies``).", low=1),
+        Option("restarts_per_dim", int, 10, "L-BFGS-B restarts per dimension of (x, w), d_x + d_z.", low=1),
+        Option("raw_per_restart", int, 50, "raw scrambled Sobol candidates (x, w) scored per restart; the "
+               "restarts are drawn from them.", low=1),
+        Option("eta", float, 2.0, "the restarts are drawn with weights exp(eta z) on the raw candidates' "
+               "z-scores, the best always kept (0: uniformly).", low=0),
+        Option("maxiter", int, 1000, "L-BFGS-B iterations of the second phase, which refines a tenth of "
+               "the first phase's solutions (see ``refine``); the first phase runs maxiter / 25, rounded "
+               "down.", low=1),
+        Option("batch_size", int, 5, "first-phase restarts optimized together as one L-BFGS-B problem.",
+               low=1),
+        Option("tts_frequency", int, 10, "two-time-scale: the argmax over S of each fantasy is searched at "
+               "every tts_frequency-th evaluation and reused in between (1: at every evaluation).", low=1),
+        Option("num_w_samples", int, 10, "L, samples of Z drawn once per iteration as the W of every "
+               "estimate (a discrete Z's W is its support).", low=1, z_kind="continuous"),
+        Option("acq_weights", str, ACQ_WEIGHTS[0], "``\"mass\"``: the acquisition's inner VaR weights W by "
+               "the masses of Z; ``\"uniform\"``: it ignores them, as BoRisk's ``AbsKG.__init__`` does by "
+               "testing ``kwargs.get(\"weights\")`` for a named parameter (the recommendation and the "
+               "current best keep the masses, as BoRisk's ``current_best`` does). The same for a "
+               "continuous Z, whose L samples have equal weights anyway.", choices=ACQ_WEIGHTS),
+        Option("refine", str, REFINE[0], "``\"best\"``: refine the best tenth of the first-phase "
+               "solutions; ``\"worst\"``: the lowest-valued tenth, as BoRisk's ``optimize_outer`` does by "
+               "sorting ascending.", choices=REFINE),
+        Option("tts_reset", str, TTS_RESET[0], "``\"batch\"``: the two-time-scale memory is reset before "
+               "every batch of restarts and before the values at the solutions are taken, which then "
+               "come from a fresh search over S; ``\"iteration\"``: reset only at the start of each of "
+               "the two phases, as BoRisk's ``optimize_outer`` does (a batch starts from the previous "
+               "batch's remembered argmaxes, and the values that rank the solutions are L-BFGS-B's last "
+               "evaluation, with the memory).", choices=TTS_RESET),
+        Option("cvar_formula", str, CVAR_FORMULAS[0], "in a CVaR cell, ``\"exact\"``: every estimate "
+               "takes CVaR_alpha of each sample (:func:`problems.weighted_cvar`); ``\"released\"``: "
+               "BoRisk's ``InnerRho(CVaR=True)``, the equal-weight mean of the n - int(n (1 - alpha)) "
+               "smallest values in the acquisition (:func:`borisk_cvar_equal`) and the whole-VaR-atom, "
+               "renormalized weighted mean in the current best and the recommendation "
+               "(:func:`borisk_cvar_weighted`). Ignored for VaR.", choices=CVAR_FORMULAS),
+    )
+
+    @classmethod
+    def iteration_seconds(cls, size: ProblemSize, options: Mapping[str, object]) -> float:
+        """See :mod:`algorithms.cost`: a fixed part, then in proportion to the acquisition's
+        evaluations (:func:`rhokg_evaluations`), each costing more with |W| (the support of a
+        discrete Z, ``num_w_samples`` of a continuous one), M and the data (the past x in S)."""
+        w = size.z_size or options["num_w_samples"]
+        each = (RHOKG_EVALUATION_S * (w / 100) ** 0.5 * options["num_samples"] / 10
+                * (size.mean_data / 40) ** 0.5)
+        return RHOKG_FIXED_S + each * rhokg_evaluations(size.d_x + size.d_z, options)
 
     def __init__(self, problem: Problem, seed_root: int, num_fantasies: int = 10,
                  num_samples: int = 10, low_fantasies: int = 4, restarts_per_dim: int = 10,
@@ -821,6 +866,7 @@ class RhoKGApxReleased(RhoKGApx):
     #: What the released code does, option by option.
     RELEASED: ClassVar[dict[str, str]] = {"acq_weights": "uniform", "refine": "worst",
                                          "tts_reset": "iteration", "cvar_formula": "released"}
+    options: ClassVar[tuple[Option, ...]] = with_defaults(RhoKGApx.options, **RELEASED)
 
     # the released defaults named, so that the signature (and ``--describe``) shows them
     def __init__(self, problem: Problem, seed_root: int, *,

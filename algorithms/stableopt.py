@@ -8,31 +8,33 @@ Recommendation: argmax over observed x of min_z mu_{t-1}(x, z).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import ClassVar
 
 import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, Recommendation
+from algorithms.cost import ProblemSize
 from algorithms.gp import PosteriorMarginals
+from algorithms.options import Option
 from algorithms.search import maximize_x
-from algorithms.vucb_common import beta_schedule, check_search_options, require_discrete
+from algorithms.vucb_common import (
+    beta_option,
+    beta_schedule,
+    check_search_options,
+    require_discrete,
+    search_options,
+    search_seconds,
+)
 from problems import Problem
 
 
 class StableOpt(Algorithm):
-    """StableOpt on a discrete Z. Its options are V-UCB's (:class:`algorithms.vucb.VUCB`) on a
-    discrete Z, with the same defaults, so that the two searches coincide.
-
-    Options:
-        beta: the confidence bounds' width beta_t (bounds mu +- beta_t^(1/2) sigma): ``"paper"``,
-            2 log(t^2 pi^2 / 0.6); ``"authors"``, 9; or a positive constant.
-        n_raw: scrambled Sobol x scored per iteration before L-BFGS-B maximizes min_z u(x, z)
-            (unset: 256 per dimension of x).
-        n_restarts: L-BFGS-B starts, the best-scored of those x.
-        maxiter: L-BFGS-B iterations.
-    """
+    """StableOpt on a discrete Z. Its options (:attr:`options`) are V-UCB's
+    (:class:`algorithms.vucb.VUCB`) on a discrete Z, with the same defaults, so that the two
+    searches coincide."""
 
     name = "stableopt"
     z_kinds = frozenset({"discrete"})
@@ -42,6 +44,13 @@ class StableOpt(Algorithm):
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:
         """See :meth:`Algorithm.proposal_cost`: as V-UCB's exact search."""
         return (0.05, 0.1, 0.5, 1.0)
+
+    options: ClassVar[tuple[Option, ...]] = (beta_option(), *search_options(scored=" by min_z u(x, z)"))
+
+    @classmethod
+    def iteration_seconds(cls, size: ProblemSize, options: Mapping[str, object]) -> float:
+        """See :mod:`algorithms.cost`: V-UCB's x search."""
+        return search_seconds(options, size.d_x)
 
     def __init__(self, problem: Problem, seed_root: int, beta: str | float = "paper",
                  n_raw: int | None = None, n_restarts: int = 5, maxiter: int = 200) -> None:

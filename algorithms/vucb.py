@@ -15,7 +15,7 @@ search is in :mod:`algorithms.vucb_common`, the continuous-Z step (LNSO) in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import ClassVar
 
@@ -23,36 +23,37 @@ from botorch.models import SingleTaskGP
 from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, Recommendation
+from algorithms.cost import ProblemSize
 from algorithms.gp import PosteriorMarginals
 from algorithms.lnso import LNSOSettings
+from algorithms.options import Option, settings_options
 from algorithms.vucb_common import (
+    beta_option,
     beta_schedule,
     check_search_options,
     discrete_step,
     pick_lacing_value,
     recommend_by_mean_var,
     require_discrete,
+    search_options,
+    search_seconds,
     var_upper_function,
 )
 from algorithms.vucb_continuous import CONTINUOUS_OPTIONS, ContinuousSettings, continuous_step
 from problems import DiscreteZ, Problem
 
+#: V-UCB's seconds an iteration on a continuous Z at the default LNSO and lacing settings.
+LNSO_SECONDS = 2.75
+
 
 class VUCB(Algorithm):
     """V-UCB.
 
-    Options:
-        beta: the confidence bounds' width beta_t (bounds mu +- beta_t^(1/2) sigma): ``"paper"``,
-            2 log(t^2 pi^2 / 0.6); ``"authors"``, 9 (their code's beta^(1/2) = 3); or a positive
-            constant.
-        n_raw (discrete Z): scrambled Sobol x scored per iteration before L-BFGS-B (unset: 256 per
-            dimension of x).
-        n_restarts (discrete Z): L-BFGS-B starts, the best-scored of those x.
-        maxiter (discrete Z): L-BFGS-B iterations.
-
-    On a continuous Z, x_t comes from LNSO instead: the options besides ``beta`` are then the fields
-    of :class:`ContinuousSettings` and :class:`algorithms.lnso.LNSOSettings` (``option_settings``),
-    and ``n_raw``, ``n_restarts`` and ``maxiter`` are ignored.
+    Its options are declared in :attr:`options`: ``beta``, and the x search's ``n_raw``,
+    ``n_restarts``, ``maxiter`` on a discrete Z. On a continuous Z, x_t comes from LNSO instead: the
+    options besides ``beta`` are then the fields of :class:`ContinuousSettings` and
+    :class:`algorithms.lnso.LNSOSettings` (``option_settings``), and ``n_raw``, ``n_restarts`` and
+    ``maxiter`` are ignored.
     """
 
     name = "vucb"
@@ -67,6 +68,20 @@ class VUCB(Algorithm):
         probes on the development machine."""
         return (2.0, 5.6, 1.0, 1.0) if z_kind == "continuous" else (0.05, 0.12, 0.5, 1.0)
     lv_rule = "prob"
+
+    options: ClassVar[tuple[Option, ...]] = (
+        beta_option(), *search_options("discrete"),
+        *settings_options(ContinuousSettings, "continuous"), *settings_options(LNSOSettings, "continuous"))
+
+    @classmethod
+    def iteration_seconds(cls, size: ProblemSize, options: Mapping[str, object]) -> float:
+        """See :mod:`algorithms.cost`: the x search on a discrete Z; on a continuous one LNSO, the
+        pinball estimates and the lacing-value search, 2.75 s at the defaults (2.6-3.2 s an
+        iteration measured in all), in proportion to their starts and steps."""
+        if size.z_kind == "discrete":
+            return search_seconds(options, size.d_x)
+        steps = sum(options[k] for k in ("train_steps", "retrain_steps", "x_steps", "var_steps", "lv_steps"))
+        return LNSO_SECONDS * options["n_starts"] / 5 * steps / (300 + 100 + 100 + 150 + 200)
 
     def __init__(self, problem: Problem, seed_root: int, beta: str | float = "paper",
                  n_raw: int | None = None, n_restarts: int = 5, maxiter: int = 200,

@@ -10,7 +10,7 @@ continuous one: LNSO and the lacing-value search).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 from botorch.models import SingleTaskGP
@@ -18,6 +18,7 @@ from torch import Tensor
 
 from algorithms.base import Recommendation, positive_float, positive_int
 from algorithms.gp import PosteriorMarginals, beta_paper
+from algorithms.options import Option
 from algorithms.search import maximize_x
 from problems import DiscreteZ, Problem
 from problems.measures import risk_measure
@@ -34,9 +35,9 @@ class LacingValueError(RuntimeError):
 def beta_schedule(beta: str | float) -> callable:
     """``"paper"``: 2 log(t^2 pi^2 / 0.6); ``"authors"``: 9 (their code's beta^(1/2) = 3);
     a number: that constant."""
-    if beta == "paper":
+    if beta == BETA_SCHEDULES[0]:
         return beta_paper
-    if beta == "authors":
+    if beta == BETA_SCHEDULES[1]:
         return lambda t: 9.0
     value = positive_float("V-UCB", "beta", beta) if not isinstance(beta, str) else None
     if value is None:
@@ -50,6 +51,45 @@ def check_search_options(name: str, n_raw: int | None, n_restarts: int, maxiter:
         if value is None and key == "n_raw":
             continue
         positive_int(name, key, value)
+
+
+#: The named schedules of ``beta`` (:func:`beta_schedule`).
+BETA_SCHEDULES = ("paper", "authors")
+#: What ``beta`` means, for V-UCB and the methods that share its bounds.
+BETA_MEANING = ("the confidence bounds' width beta_t (bounds mu +- beta_t^(1/2) sigma): ``\"paper\"``, "
+                "2 log(t^2 pi^2 / 0.6); ``\"authors\"``, 9 (their code's beta^(1/2) = 3); or a positive "
+                "constant.")
+
+
+def beta_option(meaning: str = BETA_MEANING) -> Option:
+    """The declaration of ``beta`` (:func:`beta_schedule` reads its values)."""
+    return Option("beta", float, "paper", meaning, low=0, low_open=True, choices=BETA_SCHEDULES)
+
+
+def search_options(z_kind: str | None = None, scored: str = "") -> tuple[Option, ...]:
+    """The declarations of the x-search options ``n_raw``, ``n_restarts``, ``maxiter``
+    (:func:`check_search_options`), on a Z of kind ``z_kind`` only if given; ``scored``: what the
+    raw x are scored by, if not the acquisition."""
+    return (Option("n_raw", int, None, f"scrambled Sobol x scored{scored} per iteration before "
+                   "L-BFGS-B (unset: 256 per dimension of x).", low=1, nullable=True, z_kind=z_kind),
+            Option("n_restarts", int, 5, "L-BFGS-B starts, the best-scored of those x.", low=1,
+                   z_kind=z_kind),
+            Option("maxiter", int, 200, "L-BFGS-B iterations.", low=1, z_kind=z_kind))
+
+
+#: The x-search's seconds an iteration at the defaults on a 1-D x (one of two busy cores; the
+#: harness's own share, GP and regret, excluded): V-UCB and StableOpt measured 0.04-0.10 s an
+#: iteration in all on the discrete synthetic problems.
+SEARCH_SECONDS = 0.05
+
+
+def search_seconds(options: Mapping[str, object], d_x: int, seconds: float = SEARCH_SECONDS) -> float:
+    """The x-search's seconds an iteration: ``seconds`` at the defaults on a 1-D x, in proportion
+    to its points scored, ``n_raw`` (256 per dimension of x unless set), and its gradient evaluations,
+    about 50 per L-BFGS-B start (``n_restarts``; fewer if ``maxiter`` stops it sooner)."""
+    n_raw = options.get("n_raw") or 256 * d_x
+    work = n_raw + options["n_restarts"] * min(options["maxiter"], 50)
+    return seconds * work / (256 + 5 * 50)
 
 
 def require_discrete(problem: Problem, name: str) -> DiscreteZ:

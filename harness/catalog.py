@@ -5,12 +5,12 @@ their kinds of Z and their options, with defaults and meanings read from the cod
 from __future__ import annotations
 
 import inspect
-import json
 import shutil
 import textwrap
 
 from algorithms import ALGORITHMS, algorithm_factory, describe_options
-from algorithms.describe import REQUIRED, OptionDoc, plain_text
+from algorithms.describe import plain_text
+from algorithms.options import Option, format_value
 from harness.cli import UsageError
 from problems.measures import DEFAULT_RISK, RISK_MEASURES, RISKS
 
@@ -25,12 +25,7 @@ def width() -> int:
 def format_default(value: object) -> str:
     """A default as ``--option NAME=VALUE`` reads it (JSON: ``"paper"``, ``null``, ``0.1``), or
     ``(required)``."""
-    if value is REQUIRED:
-        return "(required)"
-    try:
-        return json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
+    return format_value(value)
 
 
 def _wrap(text: str, first: str, indent: int, columns: int) -> list[str]:
@@ -42,7 +37,7 @@ def _kinds(factory: type) -> list[str]:
     return [k for k in KINDS if k in factory.z_kinds]
 
 
-def option_summary(options: list[OptionDoc], kinds: list[str]) -> str:
+def option_summary(options: list[Option], kinds: list[str]) -> str:
     """The option names, those of one kind of Z only marked as such: ``beta; on a discrete Z:
     n_raw, ...``."""
     common = [o.name for o in options if o.z_kind is None]
@@ -84,15 +79,17 @@ def _summary_line(factory: type) -> str:
     return plain_text(doc.split("\n\n", 1)[0])
 
 
-def _table(options: list[OptionDoc], columns: int, aligned: list[OptionDoc]) -> list[str]:
-    """One line or more per option: name, default, meaning, in columns as wide as ``aligned``'s."""
+def _table(options: list[Option], columns: int, aligned: list[Option]) -> list[str]:
+    """One line or more per option: name, default, meaning and the values it takes (where declared),
+    in columns as wide as ``aligned``'s."""
     name_width = max(len(o.name) for o in aligned)
     default_width = max(len(format_default(o.default)) for o in aligned)
     indent = 2 + name_width + 2 + default_width + 2
     lines = []
     for option in options:
         first = f"  {option.name:{name_width}s}  {format_default(option.default):{default_width}s}  "
-        lines += _wrap(option.meaning or "(undocumented)", first, indent, columns)
+        values = "" if option.type is object else f" Values: {option.expects()}."
+        lines += _wrap((plain_text(option.meaning) or "(undocumented)") + values, first, indent, columns)
     return lines
 
 

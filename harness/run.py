@@ -40,6 +40,7 @@ import time
 
 from algorithms import ALGORITHMS, algorithm_factory, build_algorithm
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
+from algorithms.options import OptionError, validate_options
 from harness.catalog import describe
 from harness.catalog import width as catalog_width
 from harness.cell import CellSpec, run_cell
@@ -200,7 +201,10 @@ def validate(args: argparse.Namespace) -> CellSpec:
         raise UsageError(f"--threads must be >= 1, got {args.threads}")
     if args.gp not in GP_PROFILES:
         raise UsageError(f"unknown GP profile {args.gp!r}; valid: {', '.join(GP_PROFILES)}")
-    options = dict(parse_option(o) for o in args.option)
+    try:  # names, types and ranges as the algorithm declares them, then the constructor's own checks
+        options = validate_options(args.algorithm, factory, dict(parse_option(o) for o in args.option))
+    except OptionError as error:
+        raise UsageError(str(error)) from None
     spec = CellSpec.make(args.problem, args.algorithm, args.seed, args.iterations, args.alpha,
                          options, gp=args.gp, risk=args.risk)
     problem = get_problem(args.problem, args.alpha)
