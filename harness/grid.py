@@ -22,6 +22,7 @@ A grid file is TOML (see docs/how-to/own-study.md)::
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import math
 import tomllib
 from collections.abc import Callable, Iterable
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from algorithms import ALGORITHMS, algorithm_factory, build_algorithm, supports
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
+from algorithms.options import declared_options, validate_options
 from analysis.study import installed_studies, load_study
 from harness.complexity import SIZES_D, SIZES_Z, complexity_cells, estimate_timing_seconds
 from harness.spec import RISKS, CellSpec
@@ -258,12 +260,52 @@ def _alpha(value: object, where: str) -> float | str | None:
 
 
 def _options(value: object, where: str) -> dict:
+    """A grid file's ``options`` table: each value a string, number or boolean, or a non-empty list
+    of them (a sweep, :func:`option_sets`), or a list of lists (a sweep of list values)."""
     if not isinstance(value, dict):
         raise GridError(f"{where}: options must be a table, got {value!r}")
     for key, option in value.items():
-        if not isinstance(option, str | int | float):  # bool is an int
-            raise GridError(f"{where}: option {key!r} must be a string, number or boolean, got {option!r}")
+        values = option if isinstance(option, list) else [option]
+        if not values:
+            raise GridError(f"{where}: option {key!r} lists no values (a list is one cell per value)")
+        for item in values:
+            if not isinstance(item, str | int | float | list):  # bool is an int
+                raise GridError(f"{where}: option {key!r} must be a string, number or boolean, or a "
+                                f"list of them (one cell per value), got {option!r}")
     return value
+
+
+def _takes_lists(algorithm: str, name: str) -> bool:
+    """Whether ``algorithm`` (a registered or importable one) declares option ``name`` as a list."""
+    if algorithm not in ALGORITHMS and not is_import_path(algorithm):
+        return False  # a planned name: its declaration is not known yet
+    try:
+        declared = {o.name: o for o in declared_options(algorithm_factory(algorithm))}
+    except (KeyError, ValueError):
+        return False
+    return name in declared and declared[name].type is tuple
+
+
+def option_sets(options: dict, algorithm: str, where: str) -> list[dict]:
+    """The option sets a grid file's ``options`` table stands for with ``algorithm``: one per
+    combination of the values of the options given as lists (their product, in the table's order;
+    one set when none is). An option whose value is itself a list (declared with ``type=tuple``; no
+    registered algorithm has one) is swept by a list of lists: ``[[1, 2]]`` is the one value
+    ``[1, 2]``, ``[[1, 2], [3]]`` two."""
+    axes = []
+    for name, value in options.items():
+        if not isinstance(value, list):
+            axes.append([(name, value)])
+            continue
+        nested = [isinstance(v, list) for v in value]
+        if _takes_lists(algorithm, name) and not all(nested):
+            raise GridError(f"{where}: option {name!r} of {algorithm} takes a list: give a list of lists, "
+                            f"one cell per inner list ([[1, 2]] for the one value [1, 2]), got {value!r}")
+        if not _takes_lists(algorithm, name) and any(nested):
+            raise GridError(f"{where}: option {name!r} of {algorithm} takes one value, not a list: "
+                            f"a list gives one cell per value, got {value!r}")
+        axes.append([(name, tuple(v) if isinstance(v, list) else v) for v in value])
+    return [dict(combination) for combination in itertools.product(*axes)]
 
 
 def _gp(value: object, where: str) -> str:
@@ -301,15 +343,18 @@ def _names(value: object, registered: Iterable[str], planned: Iterable[str], kin
 
 
 def _check_options(problem: str, algorithm: str, options: dict, where: str, risk: str = "var") -> None:
-    """Build the algorithm once so that bad option names or values (or a risk measure it does not
-    optimize) fail before anything runs."""
+    """Check the options' names, types and ranges as the algorithm declares them
+    (:func:`algorithms.options.validate_options`), then build it once, so that bad options (or a risk
+    measure it does not optimize) fail before anything runs."""
     known = (problem in PROBLEMS or is_import_path(problem)) and (
         algorithm in ALGORITHMS or is_import_path(algorithm))
     if not known:
         return  # a planned name: checked when it exists
     try:
-        build_algorithm(algorithm, algorithm_factory(algorithm),
-                        build_problem(problem, with_optimum=False), 0, risk=risk, **options)
+        factory = algorithm_factory(algorithm)
+        validate_options(algorithm, factory, options)
+        built = build_problem(problem, with_optimum=False)
+        build_algorithm(algorithm, factory, built, 0, risk=risk, **options)
     except (TypeError, ValueError) as error:
         raise GridError(f"{where}: {algorithm} on {problem}: {error}") from None
 
@@ -336,38 +381,47 @@ def parse_grid(data: dict, name: str) -> Grid:
         raise GridError("the file needs at least one [[cells]] table")
     cells: list[CellSpec] = []
     for i, block in enumerate(blocks, start=1):
-        where = f"[[cells]] #{i}"
-        unknown = set(block) - _BLOCK_KEYS
-        if unknown:
-            raise GridError(f"{where}: unknown key {sorted(unknown)[0]!r}; "
-                            f"valid: {', '.join(sorted(_BLOCK_KEYS))}")
-        for key in ("problems", "algorithms"):
-            if key not in block:
-                raise GridError(f"{where}: missing key {key!r}")
-        problems = _names(block["problems"], PROBLEMS, PLANNED_PROBLEMS, "problem", where)
-        algorithms = _names(block["algorithms"], ALGORITHMS, PLANNED_ALGORITHMS, "algorithm", where)
-        seeds = _seeds(block["seeds"], where) if "seeds" in block else defaults["seeds"]
-        iterations = (_iterations(block["iterations"], where) if "iterations" in block
-                      else defaults["iterations"])
-        alpha = _alpha(block["alpha"], where) if "alpha" in block else defaults["alpha"]
-        options = {**defaults["options"], **_options(block.get("options", {}), where)}
-        gp = _gp(block["gp"], where) if "gp" in block else defaults["gp"]
-        risk = _risk(block["risk"], where) if "risk" in block else defaults["risk"]
-        if alpha == BELOW_MIN_MASS:
-            for problem in problems:
-                if problem not in PROBLEMS:
-                    raise GridError(f"{where}: alpha {BELOW_MIN_MASS!r} needs a registered problem, "
-                                    f"{problem} is not")
-        for problem in problems:
-            for algorithm in algorithms:
-                _check_options(problem, algorithm, options, where, risk)
-        cells += cell_block(problems, algorithms, seeds, iterations, alpha, options, gp, risk)
-        if len(cells) > MAX_CELLS:
-            raise GridError(f"the grid has more than {MAX_CELLS} cells")
+        cells += _block_cells(block, defaults, f"[[cells]] #{i}", MAX_CELLS - len(cells))
     duplicates = len(cells) - len(set(cells))
     if duplicates:
         raise GridError(f"the grid lists {duplicates} cell(s) twice")
     return Grid(name, tuple(cells), "")
+
+
+def _block_cells(block: dict, defaults: dict, where: str, room: int) -> list[CellSpec]:
+    """The cells of one ``[[cells]]`` table of a grid file, with the file's ``defaults`` where it
+    sets nothing: problems x algorithms x option sets (:func:`option_sets`) x seeds, each option set
+    checked (:func:`_check_options`); :class:`GridError` past ``room`` cells."""
+    unknown = set(block) - _BLOCK_KEYS
+    if unknown:
+        raise GridError(f"{where}: unknown key {sorted(unknown)[0]!r}; "
+                        f"valid: {', '.join(sorted(_BLOCK_KEYS))}")
+    for key in ("problems", "algorithms"):
+        if key not in block:
+            raise GridError(f"{where}: missing key {key!r}")
+    problems = _names(block["problems"], PROBLEMS, PLANNED_PROBLEMS, "problem", where)
+    algorithms = _names(block["algorithms"], ALGORITHMS, PLANNED_ALGORITHMS, "algorithm", where)
+    seeds = _seeds(block["seeds"], where) if "seeds" in block else defaults["seeds"]
+    iterations = _iterations(block["iterations"], where) if "iterations" in block else defaults["iterations"]
+    alpha = _alpha(block["alpha"], where) if "alpha" in block else defaults["alpha"]
+    options = {**defaults["options"], **_options(block.get("options", {}), where)}
+    gp = _gp(block["gp"], where) if "gp" in block else defaults["gp"]
+    risk = _risk(block["risk"], where) if "risk" in block else defaults["risk"]
+    if alpha == BELOW_MIN_MASS:
+        for problem in problems:
+            if problem not in PROBLEMS:
+                raise GridError(f"{where}: alpha {BELOW_MIN_MASS!r} needs a registered problem, "
+                                f"{problem} is not")
+    sets = {algorithm: option_sets(options, algorithm, where) for algorithm in algorithms}
+    if len(problems) * sum(len(s) for s in sets.values()) * len(seeds) > room:
+        raise GridError(f"the grid has more than {MAX_CELLS} cells")
+    cells: list[CellSpec] = []
+    for problem in problems:
+        for algorithm in algorithms:
+            for chosen in sets[algorithm]:
+                _check_options(problem, algorithm, chosen, where, risk)
+                cells += cell_block([problem], [algorithm], seeds, iterations, alpha, chosen, gp, risk)
+    return cells
 
 
 def load_grid_file(path: Path) -> Grid:
