@@ -66,4 +66,7 @@ def iteration_seconds(cls: type, size: ProblemSize, given: Mapping[str, object])
     model = getattr(cls, "iteration_seconds", None)
     if model is None:
         return DEFAULT_ITERATION_S
-    return float(model(size, resolved_options(cls, given, size.z_kind)))
+    try:
+        return float(model(size, resolved_options(cls, given, size.z_kind)))
+    except (KeyError, TypeError, ValueError):  # options it was not written for: an estimate, not an error
+        return DEFAULT_ITERATION_S

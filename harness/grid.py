@@ -22,20 +22,22 @@ A grid file is TOML (see docs/how-to/own-study.md)::
 from __future__ import annotations
 
 import fnmatch
+import functools
 import itertools
 import math
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from algorithms import ALGORITHMS, algorithm_factory, build_algorithm, supports
+from algorithms.cost import DEFAULT_ITERATION_S, ProblemSize, iteration_seconds
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
 from algorithms.options import declared_options, validate_options
 from analysis.study import installed_studies, load_study
 from harness.complexity import SIZES_D, SIZES_Z, complexity_cells, estimate_timing_seconds
 from harness.spec import RISKS, CellSpec
-from problems import PROBLEMS, DiscreteZ, build_problem, z_kind_of
+from problems import PROBLEMS, DiscreteZ, build_problem
 from problems.checks import positive_int
 from problems.measures import DEFAULT_RISK
 from problems.plugins import is_import_path
@@ -506,33 +508,54 @@ def select(cells: Iterable[CellSpec], pattern: str) -> list[CellSpec]:
 # ---------------------------------------------------------------------------------------------------
 # cost
 
-#: Rough seconds per cell on one of 2 busy cores (both running cells): fixed part and per
-#: iteration, by algorithm. Measured on the paper grid (mean wall seconds per iteration over 10
-#: seeds): V-UCB and StableOpt 0.04-0.10 s on the discrete synthetic problems, vucb-prob-saa
-#: 0.13-0.23 s. A rerun into a folder with finished cells uses their measured rates instead
-#: (``measured``).
+#: Seconds of a cell besides its iterations (building the problem and the model, the initial design).
 _FIXED_S = 1.0
-_PER_ITERATION_S = {"random": 0.05, "vucb-unif": 0.1, "vucb-prob": 0.1, "stableopt": 0.1,
-                    "vucb-prob-saa": 0.2, "rhokg-apx": 4.0, "rhokg-apx-released": 4.0,
-                    "cvucb": 0.15, "botorch-risk": 5.0}
-#: rho-KG^apx at BoRisk's effort on a discrete Z, by problem: before the pruned search over S it
-#: took 7-11 s an iteration on the synthetic problems (10 s in this table); these are that
-#: figure over the speedup ``benchmarks/rhokg_speedup.py`` measured at mid-run |D| (2.0-3.4 on
-#: the synthetic problems), and, for the two simulated problems, the rates of their paper-grid
-#: cells (docs/explanation/performance.md).
-_PER_ITERATION_S_RHOKG = {"branin-1-1-discrete": 4.3, "goldstein-1-1-discrete": 3.0,
-                          "hartmann-1-2-discrete": 3.5, "hartmann-2-1-discrete": 5.1,
-                          "portfolio-3-2": 12.0, "robot-push-3-2": 10.0}
-#: V-UCB on a continuous Z (LNSO, pinball estimates, lacing-value search): 2.6-3.2 s an iteration.
-_PER_ITERATION_S_LNSO = 2.8
-#: rho-KG^apx on a continuous Z sees 10 samples of W an iteration, not 100: 1.0-2.1 s.
-_PER_ITERATION_S_RHOKG_CONTINUOUS = 1.5
-#: The same with the smoke grid's options (measured: rho-KG^apx about 0.7 s an iteration).
-_PER_ITERATION_S_SMOKE = {"rhokg-apx": 0.7, "rhokg-apx-released": 0.7, "vucb-prob": 0.5,
-                          "vucb-unif": 0.5}
-#: The simulated problems cost more an iteration (3-D x, every regret needs the objective at all of
-#: Z): measured for V-UCB (robot 0.25-0.3 s, portfolio 0.24 s).
-_PROBLEM_FACTOR = {"robot-push-3-2": 3.0, "portfolio-3-2": 2.5}
+#: The harness's own seconds an iteration on one of 2 busy cores (the GP update, the recommendation's
+#: regret against the true objective): random search's measured rate, whose proposals cost nothing
+#: (0.05 s on the synthetic problems; more where the objective is a simulation evaluated at all of Z).
+_HARNESS_S = 0.05
+_HARNESS_S_BY_PROBLEM = {"robot-push-3-2": 0.15, "portfolio-3-2": 0.125}
+#: The size assumed for a problem that does not build here (its cells cannot run; a guess).
+_UNKNOWN_SIZE = ProblemSize(d_x=1, d_z=1, z_size=100, n_init=10, iterations=60)
+
+
+@functools.lru_cache(maxsize=256)
+def _problem_size(name: str, iterations: int) -> ProblemSize:
+    """The size of problem ``name`` run for ``iterations``, or :data:`_UNKNOWN_SIZE`."""
+    try:
+        return ProblemSize.of(build_problem(name, with_optimum=False), iterations)
+    except (KeyError, ValueError):
+        return replace(_UNKNOWN_SIZE, iterations=iterations)
+
+
+def declared_rate(spec: CellSpec) -> float:
+    """Seconds an iteration of a BO cell from what its algorithm declares
+    (:func:`algorithms.cost.iteration_seconds`, its options' defaults filled in) plus the harness's
+    share; :data:`algorithms.cost.DEFAULT_ITERATION_S` for an algorithm that does not import here."""
+    size = _problem_size(spec.problem, cell_iterations(spec))
+    try:
+        factory = algorithm_factory(spec.algorithm)
+    except (KeyError, ValueError):
+        factory = None
+    seconds = iteration_seconds(factory, size, dict(spec.options)) if factory else DEFAULT_ITERATION_S
+    return _HARNESS_S_BY_PROBLEM.get(spec.problem, _HARNESS_S) + seconds
+
+
+def measured_rate(spec: CellSpec, measured: Mapping[tuple, float]) -> float | None:
+    """Seconds an iteration of ``spec`` from ``measured`` (seconds an iteration of finished cells by
+    (problem, algorithm, options), as :func:`harness.grid_cli` reads them; a key (problem,
+    algorithm) stands for the default options): the rate of cells with the same options, else one
+    with other options scaled by the declared model (:func:`declared_rate`), else None."""
+    same = measured.get((spec.problem, spec.algorithm, spec.options))
+    if same is None and not spec.options:
+        same = measured.get((spec.problem, spec.algorithm))
+    if same is not None:
+        return same
+    for key, rate in measured.items():
+        if key[:2] == (spec.problem, spec.algorithm):
+            other = replace(spec, options=key[2] if len(key) > 2 else ())
+            return rate * declared_rate(spec) / declared_rate(other)
+    return None
 
 
 def _problem_iterations(name: str) -> int:
@@ -554,25 +577,11 @@ def cell_iterations(spec: CellSpec) -> int:
     return 60
 
 
-def estimate_seconds(spec: CellSpec, measured: dict[tuple[str, str], float] | None = None) -> float:
-    """Estimated single-core seconds of a cell; ``measured`` (seconds per iteration by
-    (problem, algorithm), e.g. from finished cells) overrides the built-in table."""
+def estimate_seconds(spec: CellSpec, measured: Mapping[tuple, float] | None = None) -> float:
+    """Estimated single-core seconds of a cell: a fixed part and its iterations at the rate
+    ``measured`` gives (:func:`measured_rate`: seconds an iteration of finished cells), else at the
+    rate its algorithm declares (:func:`declared_rate`)."""
     if spec.kind == "timing":
         return estimate_timing_seconds(spec)
-    iterations = cell_iterations(spec)
-    if measured and (spec.problem, spec.algorithm) in measured:
-        return _FIXED_S + measured[spec.problem, spec.algorithm] * iterations
-    per = _PER_ITERATION_S.get(spec.algorithm, 0.5)
-    # the kind of Z from the problem itself (a name not registered here: its cell cannot run)
-    continuous = spec.problem in PROBLEMS and z_kind_of(spec.problem) == "continuous"
-    if continuous and spec.algorithm in ("vucb-prob", "vucb-unif"):
-        per = _PER_ITERATION_S_LNSO
-    rhokg = spec.algorithm in ("rhokg-apx", "rhokg-apx-released")
-    if continuous and rhokg:
-        per = _PER_ITERATION_S_RHOKG_CONTINUOUS
-    smoke = bool(spec.options) and dict(spec.options) == smoke_options(spec.algorithm, continuous)
-    if rhokg and not smoke and spec.problem in _PER_ITERATION_S_RHOKG:  # per problem already
-        return _FIXED_S + _PER_ITERATION_S_RHOKG[spec.problem] * iterations
-    if smoke:
-        per = _PER_ITERATION_S_SMOKE.get(spec.algorithm, per)
-    return _FIXED_S + per * _PROBLEM_FACTOR.get(spec.problem, 1.0) * iterations
+    rate = measured_rate(spec, measured) if measured else None
+    return _FIXED_S + (declared_rate(spec) if rate is None else rate) * cell_iterations(spec)

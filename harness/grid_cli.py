@@ -165,9 +165,10 @@ def _grid(args: argparse.Namespace) -> tuple[Grid, list[CellSpec]]:
     return grid, cells
 
 
-def _measured_rates(out: Path) -> dict[tuple[str, str], float]:
-    """Seconds per iteration by (problem, algorithm), from the finished cells in ``out``."""
-    totals: dict[tuple[str, str], list[float]] = {}
+def _measured_rates(out: Path) -> dict[tuple, float]:
+    """Seconds per iteration by (problem, algorithm, options), from the finished cells in ``out``
+    (options as a cell spec holds them: sorted (name, value) pairs)."""
+    totals: dict[tuple, list[float]] = {}
     for path in result_files(out):
         try:
             meta = read_metadata(path)
@@ -176,7 +177,8 @@ def _measured_rates(out: Path) -> dict[tuple[str, str], float]:
         if meta.get("kind") == "timing":  # timing cells have their own cost model
             continue
         spec, iterations = meta["spec"], max(1, meta.get("iterations") or 1)
-        totals.setdefault((spec["problem"], spec["algorithm"]), []).append(
+        options = tuple((name, tuple(v) if isinstance(v, list) else v) for name, v in spec.get("options", []))
+        totals.setdefault((spec["problem"], spec["algorithm"], options), []).append(
             max(0.0, meta["wall_time_s"] - 1.0) / iterations)
     return {key: sum(v) / len(v) for key, v in totals.items()}
 
@@ -474,7 +476,8 @@ def _dry_run(args: argparse.Namespace, cells: list[CellSpec], out: Location, pla
     print_groups(cells, shown, cost)
     if plan.rates:
         print(f"cost: the measured seconds per iteration of the finished cells in {out} for "
-              f"{len(plan.rates)} (problem, algorithm) pair(s), the built-in table for the rest")
+              f"{len(plan.rates)} (problem, algorithm, options) group(s) (scaled by the algorithm's "
+              "declared cost model for other options of a pair), the declared model for the rest")
     print(f"to run: {len(plan.to_run)} cells, {plan.estimate} (estimate)")
 
 

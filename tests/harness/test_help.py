@@ -270,14 +270,15 @@ def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path) -> None:
 
 def test_dry_run_costs_come_from_the_measured_rates_where_there_are_some(
         tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(grid_cli, "_measured_rates", lambda out: {("branin-1-1-discrete", "random"): 10.0})
+    rates = {("branin-1-1-discrete", "random", ()): 10.0}  # (problem, algorithm, options)
+    monkeypatch.setattr(grid_cli, "_measured_rates", lambda out: rates)
     code, out, _ = run(capsys, "--grid", "smoke", "--dry-run", "--out", str(tmp_path / "e"))
     assert code == 0
     header, rows, _ = table(out)
     row = next(r for r in rows if r[:2] == ["branin-1-1-discrete", "random"] and r[5] == "var")
     cells = [c for c in smoke_grid().cells
              if (c.problem, c.algorithm, c.risk) == ("branin-1-1-discrete", "random", "var")]
-    expected = sum(estimate_seconds(c, {("branin-1-1-discrete", "random"): 10.0}) for c in cells) / 60
+    expected = sum(estimate_seconds(c, rates) for c in cells) / 60
     assert float(row[header.index("CPU min")]) == pytest.approx(expected, abs=0.05)
-    assert expected > 1  # 10 s an iteration: far above the table's rate
-    assert "measured seconds per iteration" in out and "1 (problem, algorithm) pair(s)" in out
+    assert expected > 1  # 10 s an iteration: far above the declared rate
+    assert "measured seconds per iteration" in out and "1 (problem, algorithm, options) group(s)" in out
