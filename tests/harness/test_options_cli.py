@@ -1,0 +1,173 @@
+"""Options on the command line and in grid files, read from the algorithms' declarations: bad ones are
+one line and exit code 2 before anything runs; a list of values in a grid file is one cell per value
+(the same cells, hash for hash, as written one by one); the cost estimate comes from the declared
+models and from measured rates with the same options."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cell import CellSpec
+from harness.grid import (
+    declared_rate,
+    estimate_seconds,
+    paper_grid,
+    quick_grid,
+    resolve_grid,
+    smoke_options,
+)
+from harness.results import spec_hash
+from harness.run import main
+
+ROOT = Path(__file__).resolve().parents[2]
+CELL = ["--problem", "branin-1-1-discrete", "--algorithm"]
+
+
+def _one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixture, tmp_path: Path) -> str:
+    out = tmp_path / "out"
+    code = main([*argv, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert not out.exists()
+    return err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    ([*CELL, "rhokg-apx", "--option", "restart_per_dim=2"],
+     "unknown option 'restart_per_dim' for rhokg-apx (did you mean 'restarts_per_dim'?); "
+     "valid: num_fantasies"),
+    ([*CELL, "random", "--option", "beta=2"], "unknown option 'beta' for random: it takes no options"),
+    ([*CELL, "vucb-prob", "--option", "n_raw=true"], "n_raw must be a positive integer or null, got True"),
+    ([*CELL, "vucb-prob", "--option", "beta=[1, 2]"], "beta must be 'paper', 'authors' or a positive"),
+    ([*CELL, "rhokg-apx", "--option", "refine=wrost"], "did you mean 'worst'?"),
+    ([*CELL, "rhokg-apx", "--option", "eta=-0.5"], "eta must be a finite number >= 0, got -0.5"),
+    ([*CELL, "tests.plugins.options_plugin:Listed", "--option", "steps=9"],
+     "steps must be an integer in [1, 8], got 9"),
+])
+def test_a_bad_option_of_one_cell_is_one_line_and_exit_2(
+        argv: list[str], needle: str, capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    assert needle in _one_line_exit_2(argv, capsys, tmp_path)
+
+
+def test_the_issue_s_example_from_a_real_process(tmp_path: Path) -> None:
+    """Was: ``RhoKGApx.__init__() got an unexpected keyword argument 'restart_per_dim'``."""
+    done = subprocess.run([sys.executable, "-m", "harness.run", *CELL, "rhokg-apx", "--option",
+                           "restart_per_dim=2", "--out", str(tmp_path / "o")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and not done.stdout
+    assert done.stderr.startswith("harness.run: error: unknown option 'restart_per_dim' for rhokg-apx "
+                                  "(did you mean 'restarts_per_dim'?)")
+    assert len(done.stderr.strip().splitlines()) == 1 and "__init__" not in done.stderr
+
+
+TOP = "seeds = [0, 3]\niterations = 4\n"
+HEAD = TOP + '[[cells]]\nproblems = ["branin-1-1-discrete", "hartmann-1-2-discrete"]\n'
+
+
+def _grid(tmp_path: Path, text: str) -> list[CellSpec]:
+    path = tmp_path / "g.toml"
+    path.write_text(text)
+    return list(resolve_grid(str(path)).cells)
+
+
+def test_a_list_of_values_expands_into_the_product_of_cells_written_one_by_one(tmp_path: Path) -> None:
+    listed = _grid(tmp_path, HEAD + 'algorithms = ["vucb-prob", "stableopt"]\n'
+                   'options = { beta = ["paper", "authors", 4], n_restarts = [2, 5], maxiter = 50 }\n')
+    one_by_one = TOP + "".join(
+        f'[[cells]]\nproblems = ["{p}"]\nalgorithms = ["{a}"]\n'
+        f'options = {{ beta = {b}, n_restarts = {r}, maxiter = 50 }}\n'
+        for p in ("branin-1-1-discrete", "hartmann-1-2-discrete") for a in ("vucb-prob", "stableopt")
+        for b in ('"paper"', '"authors"', 4) for r in (2, 5))
+    written = _grid(tmp_path, one_by_one)
+    assert len(listed) == 2 * 2 * 3 * 2 * 2  # problems x algorithms x beta x n_restarts x seeds
+    assert listed == written  # same cells, in the same order
+    assert [spec_hash(c) for c in listed] == [spec_hash(c) for c in written]
+    assert {dict(c.options)["beta"] for c in listed} == {"paper", "authors", 4}
+    assert {c.seed for c in listed} == {0, 3}
+
+
+def test_a_grid_without_lists_keeps_its_cells_and_hashes(tmp_path: Path) -> None:
+    cells = _grid(tmp_path, HEAD + 'algorithms = ["vucb-prob"]\noptions = { beta = "authors" }\n')
+    assert cells == [CellSpec.make(p, "vucb-prob", s, 4, options={"beta": "authors"})
+                     for p in ("branin-1-1-discrete", "hartmann-1-2-discrete") for s in (0, 3)]
+    assert spec_hash(cells[0]) == spec_hash(CellSpec.make("branin-1-1-discrete", "vucb-prob", 0, 4, None,
+                                                          {"beta": "authors"}))
+
+
+def test_top_level_lists_apply_to_every_block_and_a_block_may_override_them(tmp_path: Path) -> None:
+    cells = _grid(tmp_path, 'options = { beta = ["paper", "authors"] }\n' + HEAD
+                  + 'algorithms = ["vucb-prob"]\n[[cells]]\nproblems = ["branin-1-1-discrete"]\n'
+                  'algorithms = ["vucb-unif"]\noptions = { beta = 3 }\n')
+    assert len(cells) == 2 * 2 * 2 + 2  # problems x beta x seeds, then the second block's seeds
+    assert [dict(c.options)["beta"] for c in cells if c.algorithm == "vucb-unif"] == [3, 3]
+
+
+def test_a_list_value_of_an_option_that_takes_lists_is_a_list_of_lists(tmp_path: Path) -> None:
+    plugin = "tests.plugins.options_plugin:Listed"
+    cells = _grid(tmp_path, HEAD + f'algorithms = ["{plugin}"]\n'
+                  'options = { weights = [[1, 2], [3, 4]] }\n')
+    assert sorted({dict(c.options)["weights"] for c in cells}) == [(1, 2), (3, 4)]
+    one = _grid(tmp_path, HEAD + f'algorithms = ["{plugin}"]\noptions = {{ weights = [[1, 2]] }}\n')
+    assert {dict(c.options)["weights"] for c in one} == {(1, 2)} and len(one) == 4
+
+
+BAD_GRIDS = [
+    ('algorithms = ["rhokg-apx"]\noptions = { restart_per_dim = [1, 2] }\n',
+     "unknown option 'restart_per_dim' for rhokg-apx (did you mean 'restarts_per_dim'?)"),
+    ('algorithms = ["vucb-prob"]\noptions = { beta = [] }\n', "option 'beta' lists no values"),
+    ('algorithms = ["vucb-prob"]\noptions = { beta = ["paper", -1] }\n',
+     "beta must be 'paper', 'authors' or a positive finite number, got -1"),
+    ('algorithms = ["vucb-prob"]\noptions = { beta = [["paper"]] }\n',
+     "option 'beta' of vucb-prob takes one value, not a list"),
+    ('algorithms = ["vucb-prob"]\noptions = { beta = [{ a = 1 }] }\n', "option 'beta' must be a string"),
+    ('algorithms = ["vucb-prob"]\noptions = { n_restarts = [1, 2.5] }\n',
+     "n_restarts must be a positive integer, got 2.5"),
+    ('algorithms = ["vucb-prob"]\noptions = { beta = ["paper", "paper"] }\n', "twice"),
+    ('algorithms = ["tests.plugins.options_plugin:Listed"]\noptions = { weights = [1, 2] }\n',
+     "takes a list: give a list of lists"),
+]
+
+
+@pytest.mark.parametrize("text, needle", BAD_GRIDS)
+def test_a_bad_option_list_in_a_grid_file_is_one_line_and_exit_2(
+        text: str, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(HEAD + text)
+    assert needle in _one_line_exit_2(["--grid", str(path), "--dry-run"], capsys, tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------------
+# cost
+
+
+def test_the_estimate_comes_from_the_declared_model() -> None:
+    cell = CellSpec.make("branin-1-1-discrete", "rhokg-apx", 0, 60)
+    cheaper = CellSpec.make("branin-1-1-discrete", "rhokg-apx", 0, 60, options={"restarts_per_dim": 2})
+    assert estimate_seconds(cheaper) < estimate_seconds(cell)
+    assert estimate_seconds(cell) == pytest.approx(1.0 + 60 * declared_rate(cell))
+    plugin = CellSpec.make("tests.plugins.toy_plugin:toy_problem", "tests.plugins.toy_plugin:Toy", 0, 4)
+    assert estimate_seconds(plugin) == pytest.approx(1.0 + 4 * (0.05 + 0.45))  # declares no model
+    assert estimate_seconds(CellSpec.make("no-such-problem", "no-such-algorithm", 0, 10)) > 0
+    # the paper grid stays where the table of rates by name had it (11.8 CPU-hours)
+    assert sum(estimate_seconds(c) for c in paper_grid().cells) / 3600 == pytest.approx(11.8, abs=0.3)
+
+
+def test_measured_rates_count_for_cells_with_the_same_options_and_scale_for_others() -> None:
+    full = CellSpec.make("branin-1-1-discrete", "rhokg-apx", 0)
+    reduced = next(c for c in quick_grid().cells
+                   if (c.problem, c.algorithm) == (full.problem, full.algorithm))
+    assert dict(reduced.options) == smoke_options("rhokg-apx", False)
+    measured = {(full.problem, full.algorithm, ()): 3.0}
+    assert estimate_seconds(full, measured) == pytest.approx(1.0 + 3.0 * 60)
+    scaled = 3.0 * declared_rate(reduced) / declared_rate(full)
+    assert scaled < 1.0  # a quick-grid cell is not priced at the full effort's measured rate
+    assert estimate_seconds(reduced, measured) == pytest.approx(1.0 + scaled * 60)
+    measured[(reduced.problem, reduced.algorithm, reduced.options)] = 0.9
+    assert estimate_seconds(reduced, measured) == pytest.approx(1.0 + 0.9 * 60)
+    # a key (problem, algorithm) stands for the default options
+    assert estimate_seconds(full, {(full.problem, full.algorithm): 2.0}) == pytest.approx(121.0)
