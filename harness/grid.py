@@ -16,7 +16,10 @@ A grid file is TOML (see docs/how-to/own-study.md)::
     algorithms = ["vucb-prob", "vucb-unif"]
     alpha = 0.05               # or "below-min-mass" (half the smallest mass of a discrete Z)
     iterations = 10            # per-block overrides of seeds / iterations
-    options = { beta = "authors" }
+    options = { beta = "authors" }   # a list, beta = ["paper", "authors"], is one cell per value
+
+Options are checked against each algorithm's declaration (:mod:`algorithms.options`) before anything
+runs; lists expand as :func:`option_sets` says.
 """
 
 from __future__ import annotations
