@@ -99,7 +99,7 @@ class Algorithm(ABC):
     z_sample_options: ClassVar[tuple[str, ...]] = ()
     #: Dataclasses whose fields are further options, which ``__init__`` takes as ``**kwargs``, by
     #: the kind of Z they apply to (V-UCB's LNSO settings on a continuous Z). Read only by
-    #: :func:`algorithms.describe.describe_options` (``--describe``); empty: ``**kwargs`` of
+    #: :func:`algorithms.options.describe_options` (``--describe``); empty: ``**kwargs`` of
     #: ``__init__``, if any, are passed on to the parent class.
     option_settings: ClassVar[dict[str, tuple[type, ...]]] = {}
 

@@ -16,8 +16,9 @@ whose ``Options:`` (or ``Args:``, ``Attributes:``) section has one entry per opt
 ``(discrete Z)`` or ``(continuous Z)`` after a name says the option applies on that kind of Z
 only. ``**kwargs`` of ``__init__`` that the class declares no settings for are passed on to the
 parent class, whose options are then the class's too (a subclass that only changes defaults names
-those and passes the rest on). :func:`describe_options` is what ``python -m harness.run
---describe`` and ``--list`` print: the declaration where there is one, else :func:`signature_options`.
+those and passes the rest on). What ``python -m harness.run --describe`` and ``--list`` print is
+:func:`algorithms.options.describe_options`: the declaration where there is one, else
+:func:`signature_options`.
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ class OptionDoc:
 def plain_text(text: str) -> str:
     """Docstring markup to plain text: ``x`` -> x, :class:`a.b.C` -> a.b.C."""
     return " ".join(_ROLE.sub(r"\1", text).replace("``", "").split())
+
+
+def markdown_text(text: str) -> str:
+    """Docstring markup to Markdown: ``x`` -> `x`, :class:`a.b.C` -> `a.b.C`."""
+    return _ROLE.sub(r"`\1`", text).replace("``", "`")
 
 
 def _z_kind(note: str | None) -> str | None:
@@ -145,15 +151,6 @@ def _init_options(cls: type, documented: list[type], uses_settings: bool) -> lis
     inherited = _init_options(owner.__mro__[1], documented, uses_settings)
     names = {o.name for o in inherited}
     return [own.get(o.name, o) for o in inherited] + [o for o in own.values() if o.name not in names]
-
-
-def describe_options(factory: type[Algorithm]) -> list:
-    """Every option of the algorithm class ``factory`` as :class:`algorithms.options.Option`: its
-    declaration (:func:`algorithms.options.declared_options`), which for a class that declares none
-    is :func:`signature_options`, typed where an ancestor declares the same name."""
-    from algorithms.options import declared_options  # it reads this module's signature_options
-
-    return list(declared_options(factory))
 
 
 def signature_options(factory: type[Algorithm]) -> list[OptionDoc]:

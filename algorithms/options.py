@@ -39,10 +39,10 @@ import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from algorithms.describe import _ROLE, REQUIRED, parse_options_doc, signature_options
+from algorithms.describe import REQUIRED, markdown_text, parse_options_doc, signature_options
 
-__all__ = ["REQUIRED", "Option", "OptionError", "declared_options", "declares_options", "options_markdown",
-           "resolved_options", "settings_options", "validate_options", "with_defaults"]
+__all__ = ["REQUIRED", "Option", "OptionError", "declared_options", "declares_options", "describe_options",
+           "options_markdown", "resolved_options", "settings_options", "validate_options", "with_defaults"]
 
 #: The types an option may declare: a value of that type (``float`` takes an int too), ``tuple`` for
 #: a list value (kept as a tuple so the cell's spec stays hashable), ``object`` for any value.
@@ -198,6 +198,12 @@ def declares_options(cls: type) -> bool:
     return owner is not None and issubclass(owner, init_owner)
 
 
+def describe_options(factory: type) -> list[Option]:
+    """Every option of the algorithm class ``factory``, as ``--describe`` and ``--list`` print them:
+    :func:`declared_options` as a list."""
+    return list(declared_options(factory))
+
+
 def declared_options(cls: type) -> tuple[Option, ...]:
     """The options of the algorithm class ``cls``: its declaration (:func:`declares_options`), or
     those of its ``__init__`` signature and docstrings (:func:`algorithms.describe.signature_options`),
@@ -275,8 +281,7 @@ def resolved_options(cls: type, given: Mapping[str, object], z_kind: str) -> dic
 
 def _cell(text: str) -> str:
     """Docstring markup to Markdown (``x`` and :func:`a.b` -> `x`, `a.b`), on one line of a table."""
-    text = _ROLE.sub(r"`\1`", str(text)).replace("``", "`")
-    return " ".join(text.split()).replace("|", "\\|")
+    return " ".join(markdown_text(str(text)).split()).replace("|", "\\|")
 
 
 def format_value(value: object) -> str:
@@ -301,11 +306,10 @@ def options_table(options: Iterable[Option]) -> list[str]:
     return lines
 
 
-def options_markdown(algorithms: Mapping[str, type] | None = None, level: int = 3) -> str:
-    """The documentation of every registered algorithm's options (or of ``algorithms``), read from
-    their declarations: one heading of ``level`` per algorithm, then its table (or "No options.")."""
-    if algorithms is None:
-        from algorithms.registry import ALGORITHMS as algorithms  # noqa: N811 (the registry, lazily)
+def options_markdown(algorithms: Mapping[str, type], level: int = 3) -> str:
+    """The documentation of the options of ``algorithms`` (name -> class; the registry's:
+    ``options_markdown(algorithms.ALGORITHMS)``), read from their declarations: one heading of
+    ``level`` per algorithm, then its table (or "No options.")."""
     parts = []
     for key, cls in algorithms.items():
         options = declared_options(cls)

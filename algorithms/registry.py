@@ -13,8 +13,8 @@ from collections.abc import Callable
 from algorithms.base import Algorithm, check_algorithm
 from algorithms.botorch_risk import BotorchRisk
 from algorithms.cvucb import CVUCB
-from algorithms.describe import OptionDoc, describe_options
-from algorithms.options import check_declaration
+from algorithms.describe import OptionDoc
+from algorithms.options import check_declaration, describe_options
 from algorithms.random_search import RandomSearch
 from algorithms.rhokg import RhoKGApx, RhoKGApxReleased
 from algorithms.stableopt import StableOpt

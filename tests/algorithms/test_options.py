@@ -184,7 +184,7 @@ def test_a_bad_declaration_is_refused_at_registration() -> None:
 
 
 def test_the_documentation_is_rendered_from_the_declarations() -> None:
-    text = options_markdown()
+    text = options_markdown(ALGORITHMS)
     for key, factory in ALGORITHMS.items():
         assert f"### `{key}`" in text
         for option in declared_options(factory):
