@@ -2,8 +2,9 @@
 
 * ``{varbo-problems}``: the registered problems (``problems.PROBLEMS``);
 * ``{varbo-algorithms}``: the registered algorithms, the kinds of Z and risk measures each handles;
-* ``{varbo-algorithm-options} NAME``: one algorithm's options, defaults and meanings, as
-  ``python -m harness.run --describe NAME`` reads them (``algorithms.describe_options``);
+* ``{varbo-algorithm-options} NAME``: one algorithm's options, the values they take, defaults and
+  meanings, as ``python -m harness.run --describe NAME`` reads them (``algorithms.describe_options``:
+  the algorithm's declaration, ``algorithms.options``);
 * ``{varbo-grids}``: the named grids with their sizes and descriptions (``harness.grid.named_grids()``);
 * ``{varbo-grid-keys}``: the keys a grid file accepts, at the top and in a ``[[cells]]`` block;
 * ``{varbo-columns}``: the columns of a cell's rows (``harness.results.ROW_SCHEMA``) with their types.
@@ -94,18 +95,19 @@ def algorithms_table() -> str:
 
 
 def options_table(name: str) -> str:
-    """One algorithm's options: name, default (as ``--option NAME=VALUE`` reads it), where it applies,
-    meaning."""
+    """One algorithm's options, as it declares them (``algorithms.options``): name, the values it
+    takes, default (as ``--option NAME=VALUE`` reads it), where it applies, meaning."""
     from algorithms import ALGORITHMS, describe_options
+    from algorithms.describe import markdown_text
     from harness.catalog import format_default
 
     options = describe_options(ALGORITHMS[name])
     if not options:
         return "No options."
-    rows = [[f"`{o.name}`", f"`{format_default(o.default)}`",
-             f"{o.z_kind} Z only" if o.z_kind else "every Z", o.meaning or "(undocumented)"]
+    rows = [[f"`{o.name}`", "any" if o.type is object else o.expects(), f"`{format_default(o.default)}`",
+             f"{o.z_kind} Z only" if o.z_kind else "every Z", markdown_text(o.meaning) or "(undocumented)"]
             for o in options]
-    return table(["option", "default", "applies on", "meaning"], rows)
+    return table(["option", "values", "default", "applies on", "meaning"], rows)
 
 
 def grids_table() -> str:

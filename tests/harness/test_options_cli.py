@@ -12,14 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.cell import CellSpec
-from harness.grid import (
-    declared_rate,
-    estimate_seconds,
-    paper_grid,
-    quick_grid,
-    resolve_grid,
-    smoke_options,
-)
+from harness.grid import declared_rate, estimate_seconds, resolve_grid, smoke_options
 from harness.results import spec_hash
 from harness.run import main
 
@@ -154,12 +147,13 @@ def test_the_estimate_comes_from_the_declared_model() -> None:
     assert estimate_seconds(plugin) == pytest.approx(1.0 + 4 * (0.05 + 0.45))  # declares no model
     assert estimate_seconds(CellSpec.make("no-such-problem", "no-such-algorithm", 0, 10)) > 0
     # the paper grid stays where the table of rates by name had it (11.8 CPU-hours)
-    assert sum(estimate_seconds(c) for c in paper_grid().cells) / 3600 == pytest.approx(11.8, abs=0.3)
+    paper = resolve_grid("paper").cells
+    assert sum(estimate_seconds(c) for c in paper) / 3600 == pytest.approx(11.8, abs=0.3)
 
 
 def test_measured_rates_count_for_cells_with_the_same_options_and_scale_for_others() -> None:
     full = CellSpec.make("branin-1-1-discrete", "rhokg-apx", 0)
-    reduced = next(c for c in quick_grid().cells
+    reduced = next(c for c in resolve_grid("quick").cells
                    if (c.problem, c.algorithm) == (full.problem, full.algorithm))
     assert dict(reduced.options) == smoke_options("rhokg-apx", False)
     measured = {(full.problem, full.algorithm, ()): 3.0}
