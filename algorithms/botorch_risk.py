@@ -56,7 +56,7 @@ import torch
 from botorch.acquisition import qSimpleRegret
 from botorch.acquisition.knowledge_gradient import qMultiFidelityKnowledgeGradient
 from botorch.acquisition.objective import GenericMCObjective
-from botorch.acquisition.risk_measures import CVaR, RiskMeasureMCObjective, VaR
+from botorch.acquisition.risk_measures import CVaR, Expectation, RiskMeasureMCObjective, VaR
 from botorch.models import SingleTaskGP
 from botorch.models.transforms.input import AppendFeatures
 from botorch.optim import optimize_acqf
@@ -73,7 +73,7 @@ LEVELS = ("matched", "naive")
 
 
 #: BoTorch's risk measure for each of ours it optimizes (what the class declares it optimizes).
-BOTORCH_MEASURES = {"var": VaR, "cvar": CVaR}
+BOTORCH_MEASURES = {"var": VaR, "cvar": CVaR, "mean": Expectation}
 
 
 def systematic_counts(masses: Tensor, n: int, offset: float) -> Tensor:
@@ -115,6 +115,8 @@ def risk_measure(risk: str, alpha: float, counts: Tensor, level: str = "matched"
         return blocks.repeat_interleave(counts, dim=-1).flatten(-2)
 
     cls = BOTORCH_MEASURES[risk]
+    if cls is Expectation:  # the risk-neutral mean has no level
+        return cls(n_w=total, preprocessing_function=GenericMCObjective(expand))
     return cls(alpha=botorch_level(total, alpha, level), n_w=total,
                preprocessing_function=GenericMCObjective(expand))
 

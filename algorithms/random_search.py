@@ -21,11 +21,11 @@ from algorithms.vucb_common import recommend_by_mean_var
 
 
 class RandomSearch(Algorithm):
-    """Uniform x, z ~ p(z). No options. Optimizes VaR or CVaR: only the recommendation depends on
+    """Uniform x, z ~ p(z). No options. Optimizes VaR, CVaR or the mean: only the recommendation depends on
     the risk measure (argmax over the queried x of the risk measure of mu_{t-1}(x, Z))."""
 
     name = "random"
-    risks = frozenset({"var", "cvar"})
+    risks = frozenset({"var", "cvar", "mean"})
 
     @classmethod
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:

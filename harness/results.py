@@ -79,9 +79,12 @@ ROW_SCHEMA_V2 = ROW_SCHEMA_V1.append(pa.field("gp_lengthscale", _float_list)).ap
 ROW_SCHEMA_V3 = ROW_SCHEMA_V2.append(pa.field("info", pa.string()))
 #: The true CVaR_alpha(f(x_rec, Z)) of the recommendation: set in the cells that optimize CVaR
 #: (``risk = "cvar"``), null in the others (and in older files).
-ROW_SCHEMA = ROW_SCHEMA_V3.append(pa.field("cvar_rec", pa.float64()))
+ROW_SCHEMA_V4 = ROW_SCHEMA_V3.append(pa.field("cvar_rec", pa.float64()))
+#: The true E_Z[f(x_rec, Z)] of the recommendation: set in the cells that optimize the expectation
+#: (``risk = "mean"``), null in the others (and in older files).
+ROW_SCHEMA = ROW_SCHEMA_V4.append(pa.field("mean_rec", pa.float64()))
 #: Older BO schemas, newest first: each is a prefix of the current one, read with the rest null.
-OLDER_ROW_SCHEMAS = (ROW_SCHEMA_V3, ROW_SCHEMA_V2, ROW_SCHEMA_V1)
+OLDER_ROW_SCHEMAS = (ROW_SCHEMA_V4, ROW_SCHEMA_V3, ROW_SCHEMA_V2, ROW_SCHEMA_V1)
 
 #: Column name -> type of every row of every timing-cell file (one row per timed call).
 TIMING_SCHEMA = pa.schema([

@@ -39,12 +39,8 @@ def _rows() -> list[dict]:
             "noise_std": p.noise_std,
             "n_init": p.n_init,
             "iterations": p.iterations,
-            "optimum_var": entry["var"]["value"] if entry else None,
-            "argmax_var": entry["var"]["argmax"] if entry else None,
-            "optimum_worst_case": entry["worst_case"]["value"] if entry else None,
-            "argmax_worst_case": entry["worst_case"]["argmax"] if entry else None,
-            "optimum_cvar": entry["cvar"]["value"] if entry and "cvar" in entry else None,
-            "argmax_cvar": entry["cvar"]["argmax"] if entry and "cvar" in entry else None,
+            **{f"{key}_{target}": entry[target][field] if entry and target in entry else None
+               for target in TARGETS for key, field in (("optimum", "value"), ("argmax", "argmax"))},
             "description": p.description,
         })
     return rows

@@ -33,6 +33,13 @@ QUADRATURE_CHUNK = 2**22
 WORST_CASE_ZOOM = (12, 9, 4)
 
 
+def _simpson_weights(n: int) -> Tensor:
+    """Composite Simpson weights of ``n`` (odd) equally spaced nodes on [0, 1]: ``n``, summing to 1."""
+    weights = torch.ones(n, dtype=torch.float64)
+    weights[1:-1:2], weights[2:-1:2] = 4.0, 2.0
+    return weights / (3.0 * (n - 1))
+
+
 @dataclass(frozen=True)
 class Optimum:
     """The optimization targets of a problem, at the problem's alpha.
@@ -50,6 +57,8 @@ class Optimum:
             a negative regret, which then means the bound was beaten, not that the run is wrong.
         cvar: max_x CVaR_alpha(f(x, Z)), the optimum of the cells that optimize CVaR.
         argmax_cvar: a maximizer of CVaR.
+        mean: max_x E_Z[f(x, Z)], the optimum of the cells that optimize the expectation.
+        argmax_mean: a maximizer of the expectation.
     """
 
     var: float | None
@@ -59,6 +68,8 @@ class Optimum:
     lower_bound: bool = False
     cvar: float | None = None
     argmax_cvar: tuple[float, ...] | None = None
+    mean: float | None = None
+    argmax_mean: tuple[float, ...] | None = None
 
     def value(self, target: str) -> float | None:
         """The optimum of the risk measure named ``target`` (:data:`problems.measures.RISK_MEASURES`),
@@ -194,6 +205,32 @@ class Problem:
         chunk = max(1, QUADRATURE_CHUNK // nodes.shape[0])
         out = [weighted_var(self.f(part[:, None, :], nodes), masses, alpha) for part in x.split(chunk)]
         return torch.cat(out) if out else x.new_empty(0)
+
+    def mean(self, x: Tensor, alpha: float | None = None) -> Tensor:
+        """True E_Z[f(x, Z)] for ``batch x d_x`` -> ``batch`` (``alpha`` is accepted and plays no part).
+
+        Exact for a discrete Z (the measure of the support's values, as every measure is). For a
+        continuous Z, Simpson's rule in the probability scale u = CDF(z) on the nodes of
+        :meth:`TruncatedNormalZ.quadrature_grid` (:data:`QUADRATURE` per axis, ends included; a
+        product rule for d_z = 2), the quasi-random nodes of :meth:`var` beyond d_z = 2. Measured
+        (``tests/problems/test_measures.py``): within 1e-6 of the rule on a grid twice as fine per
+        axis, and within 4 standard errors of a Monte Carlo of 2 x 10^6 draws.
+        """
+        del alpha
+        if isinstance(self.z, DiscreteZ):
+            return (self.support_values(x) * self.z.masses.to(x)).sum(dim=-1)
+        if self.d_z > 2:
+            nodes = self.z.qmc_points(QMC_NODES)
+            return torch.cat([self.f(part[:, None, :], nodes).mean(dim=-1) for part in x.split(
+                max(1, QUADRATURE_CHUNK // nodes.shape[0]))])
+        n = self.quadrature_nodes or QUADRATURE[self.d_z]
+        n += 1 - n % 2  # Simpson's rule wants an odd number of nodes
+        nodes = self.z.quadrature_grid(n).reshape(-1, self.d_z)
+        weights = _simpson_weights(n)
+        if self.d_z == 2:
+            weights = torch.outer(weights, weights).reshape(-1)
+        chunk = max(1, QUADRATURE_CHUNK // nodes.shape[0])
+        return torch.cat([self.f(part[:, None, :], nodes) @ weights for part in x.split(chunk)])
 
     def worst_case(self, x: Tensor) -> Tensor:
         """min over the support of f(x, z), ``batch x d_x`` -> ``batch``.

@@ -39,6 +39,8 @@ class Problem(Protocol):
 
     def worst_case(self, x: Tensor) -> Tensor: ...
 
+    def mean(self, x: Tensor, alpha: float | None = None) -> Tensor: ...
+
 
 #: A :class:`problems.base.Optimum`: the measures' optima are its attributes ``NAME`` and
 #: ``argmax_NAME``.
@@ -126,10 +128,23 @@ class WorstCase(RiskMeasure):
         return problem.worst_case(x)
 
 
+class Mean(RiskMeasure):
+    """The risk-neutral expectation E_Z[f(x, Z)]: what plain BO under an uncertain Z maximizes
+    (``--risk mean``); alpha plays no part."""
+
+    name, label, column = "mean", "mean", "mean_rec"
+
+    def of_distribution(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
+        return (values * masses).sum(dim=-1)
+
+    def of_problem(self, problem: Problem, x: Tensor, alpha: float | None = None) -> Tensor:
+        return problem.mean(x)
+
+
 #: The worst case, which every cell scores and StableOpt targets.
 WORST_CASE = WorstCase()
 #: Every risk measure by name: adding one is a class and an entry here.
-RISK_MEASURES: dict[str, RiskMeasure] = {m.name: m for m in (VaR(), CVaR(), WORST_CASE)}
+RISK_MEASURES: dict[str, RiskMeasure] = {m.name: m for m in (VaR(), CVaR(), WORST_CASE, Mean())}
 #: The measures a cell can optimize (``--risk``, a grid's ``risk``), the default first.
 RISKS: tuple[str, ...] = tuple(name for name, m in RISK_MEASURES.items() if m.selectable)
 DEFAULT_RISK = "var"

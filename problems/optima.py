@@ -193,8 +193,8 @@ CONTINUOUS_SEARCH = {
 }
 
 
-#: The targets an entry of the table holds: VaR_alpha, the worst case, and CVaR_alpha.
-TARGETS = ("var", "worst_case", "cvar")
+#: The targets an entry of the table holds: VaR_alpha, the worst case, CVaR_alpha and the mean.
+TARGETS = ("var", "worst_case", "cvar", "mean")
 
 
 def objective(problem, target: str, alpha: float) -> Callable[[Tensor], Tensor]:

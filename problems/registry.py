@@ -114,6 +114,7 @@ def _optimum_from_entry(entry: dict) -> Optimum:
         worst_case=value("worst_case"), argmax_worst_case=argmax("worst_case"),
         lower_bound=bool(entry.get("lower_bound", False)),
         cvar=value("cvar"), argmax_cvar=argmax("cvar"),
+        mean=value("mean"), argmax_mean=argmax("mean"),
     )
 
 
@@ -220,12 +221,14 @@ def get_problem(name: str, alpha: float | None = None, risk: str = "var") -> Pro
         best = problem.optimum
         optimum = Optimum(best.worst_case, best.argmax_worst_case, best.worst_case,
                           best.argmax_worst_case, best.lower_bound, best.worst_case,
-                          best.argmax_worst_case)
+                          best.argmax_worst_case, best.mean, best.argmax_mean)  # the mean has no alpha
     elif name not in PROBLEMS:
         # a user's problem declares its optimum at its own alpha; at another one it is unknown
         # unless the user searches for it (python -m problems --search-optimum, stated accuracy)
         optimum = None
     else:
-        entry = search_problem(problem, alpha, targets=(risk, "worst_case"))
+        entry = search_problem(problem, alpha, targets=tuple(dict.fromkeys((risk, "worst_case"))))
         optimum = _optimum_from_entry(entry)
+        if problem.optimum.mean is not None:  # the expectation does not depend on alpha
+            optimum = replace(optimum, mean=problem.optimum.mean, argmax_mean=problem.optimum.argmax_mean)
     return replace(problem, alpha=alpha, optimum=optimum)

@@ -98,3 +98,44 @@ def test_risk_override_keeps_the_cells_that_can_and_says_what_it_left_out() -> N
     assert "left out" in grid.description and "vucb-prob" in grid.description
     # every cell that could optimize CVaR is there, with its seeds
     assert len(grid.cells) == sum("cvar" in ALGORITHMS[c.algorithm].risks for c in paper_grid().cells)
+
+
+@pytest.mark.parametrize(("algorithm", "options"), [
+    ("random", None),
+    ("botorch-risk", {"num_fantasies": 2, "num_restarts": 1, "raw_samples": 8, "inner_samples": 16,
+                      "maxiter": 10, "n_w": 10, "n_w_rec": 20}),
+])
+def test_a_mean_cell_is_scored_on_the_true_expectation(algorithm: str, options: dict | None,
+                                                       tmp_path: Path) -> None:
+    """``--risk mean``: the risk-neutral expectation, optimized by random search and by BoTorch's own
+    ``Expectation``; the truth written out here as the mass-weighted sum over the support."""
+    spec = CellSpec.make("goldstein-1-1-discrete", algorithm, 0, 3, options=options, risk="mean")
+    result = run_cell(spec)
+    problem = build_problem("goldstein-1-1-discrete")
+    for row in result.rows:
+        x = torch.tensor([row["x_rec"]], dtype=torch.float64)
+        truth = sum(float(m) * float(v) for m, v in zip(problem.z.masses, problem.support_values(x)[0],
+                                                           strict=True))
+        assert row["target"] == "mean" and row["mean_rec"] == pytest.approx(truth, abs=1e-12)
+        assert row["regret"] == pytest.approx(problem.optimum.mean - truth, abs=1e-12)
+        assert row["regret"] >= -1e-12 and row["cvar_rec"] is None
+    assert result.metadata["optimum"]["mean"] == problem.optimum.mean
+    write_cell(tmp_path, spec, result)
+    assert set(read_results(tmp_path)["risk"]) == {"mean"}
+
+
+def test_the_smoke_grid_has_every_algorithm_that_optimizes_the_mean() -> None:
+    from harness.grid import smoke_grid
+
+    mean = {(c.problem, c.algorithm) for c in smoke_grid().cells if c.risk == "mean"}
+    assert {a for _, a in mean} == {a for a, f in ALGORITHMS.items() if "mean" in f.risks} == {
+        "random", "botorch-risk"}
+    assert {p for p, _ in mean} >= {"branin-1-1-discrete", "branin-1-1-continuous", "portfolio-3-2"}
+
+
+def test_risk_mean_on_the_command_line_is_refused_for_an_algorithm_without_it(
+        capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    assert main(["--problem", "branin-1-1-discrete", "--algorithm", "vucb-prob", "--risk", "mean",
+                 "--iterations", "1", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "optimizes var only, not mean" in err
