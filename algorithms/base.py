@@ -1,8 +1,9 @@
 """The algorithm interface: ``propose`` the next query (x, z), ``recommend`` an x.
 
-An algorithm is built for one problem and one run; the loop that drives it (``harness.cell``) owns
-the data and the GP (from :mod:`algorithms.gp`), so every method sees the same model, fitted on the
-same schedule.
+An algorithm is built for one problem and one run; the loop that drives it
+(:class:`algorithms.loop.BOLoop`, under both ``harness.cell`` and :class:`algorithms.VaROptimizer`)
+owns the data and the GP (from :mod:`algorithms.gp`), so every method sees the same model, fitted on
+the same schedule.
 
 Random streams, both derived from the run's seed root (itself derived from (problem, seed)):
 

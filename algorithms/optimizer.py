@@ -15,10 +15,11 @@ and :meth:`VaROptimizer.load` between sessions)::
     best = opt.run(f, iterations=20)   # the recommended x and its estimated VaR
     print(best.x, best.var)
 
-Everything runs as in a grid cell (:mod:`harness.cell`): the same GP profile and fit schedule,
-the same algorithm classes, seeds derived from (``name``, ``seed``). Internally x and z live on
-the unit cube (the GP's lengthscale bounds assume it); :class:`VaROptimizer` maps your units to
-it and back, so you only see yours. Outcomes are standardized by the GP itself. Observation
+Everything runs as in a grid cell (:mod:`harness.cell`): the same loop
+(:class:`algorithms.loop.BOLoop`: the GP profile and its fit schedule, proposals and
+recommendations), the same algorithm classes, seeds derived from (``name``, ``seed``). Internally x
+and z live on the unit cube (the GP's lengthscale bounds assume it); :class:`VaROptimizer` maps your
+units to it and back, so you only see yours. Outcomes are standardized by the GP itself. Observation
 noise is whatever your function has: nothing is added.
 """
 
@@ -37,12 +38,13 @@ from botorch.models import SingleTaskGP
 from torch import Tensor
 
 from algorithms.base import Algorithm, build_algorithm
-from algorithms.gp import DEFAULT_GP, fit_gp, gp_profile, make_gp
+from algorithms.gp import DEFAULT_GP, gp_profile
+from algorithms.loop import BOLoop
 from algorithms.registry import algorithm_factory
 from problems import DiscreteZ, Problem, TruncatedNormalZ
 from problems.checks import positive_int
 from problems.float64 import default_float64
-from problems.seeding import derive_seed, generator
+from problems.seeding import derive_seed
 
 __all__ = ["Best", "VaROptimizer"]
 
@@ -138,10 +140,7 @@ class VaROptimizer:
             self.algorithm: Algorithm = build_algorithm(self.algorithm_name, factory, self.problem,
                                                         self._seed_root, **self.options)
         self._design = torch.cat(self.problem.initial_design(seed), dim=-1)  # n_init x (d_x + d_z)
-        self._fit_rng = generator(self._seed_root, "gp-fit")
-        self.train_X = torch.empty(0, d_x + d_z, dtype=torch.float64)  # unit cube
-        self.train_Y = torch.empty(0, 1, dtype=torch.float64)
-        self.model: SingleTaskGP | None = None
+        self.loop = BOLoop(self.algorithm, self._seed_root, self.gp)  # the data (unit cube) and model
         self._pending: Tensor | None = None  # the unit-cube query last asked and not yet told
 
     # -- units -----------------------------------------------------------------------------------
@@ -184,13 +183,28 @@ class VaROptimizer:
     # -- the loop --------------------------------------------------------------------------------
 
     @property
+    def train_X(self) -> Tensor:  # noqa: N802 (BoTorch's name, as before)
+        """``n x (d_x + d_z)`` the queries told so far, on the unit cube."""
+        return self.loop.train_X
+
+    @property
+    def train_Y(self) -> Tensor:  # noqa: N802 (BoTorch's name, as before)
+        """``n x 1`` their outcomes."""
+        return self.loop.train_Y
+
+    @property
+    def model(self) -> SingleTaskGP | None:
+        """The GP of the data on the unit cube, None before the initial design is told."""
+        return self.loop.model
+
+    @property
     def n_observations(self) -> int:
-        return int(self.train_X.shape[0])
+        return self.loop.n_observations
 
     @property
     def iteration(self) -> int:
         """BO iterations told so far (the initial design is iteration 0)."""
-        return max(0, self.n_observations - self.problem.n_init)
+        return self.loop.iteration
 
     def ask(self) -> tuple[np.ndarray, np.ndarray]:
         """The next query (x, z) in your units: the initial design first, then the algorithm's
@@ -200,8 +214,7 @@ class VaROptimizer:
             if n < self.problem.n_init:
                 self._pending = self._design[n]
             else:
-                with default_float64():
-                    proposal = self.algorithm.propose(self._model(), self.iteration + 1)
+                proposal = self.loop.propose()
                 self._pending = torch.cat([proposal.x, proposal.z])
         return self._to_user(self._pending)
 
@@ -211,25 +224,12 @@ class VaROptimizer:
         if not math.isfinite(value):
             raise ValueError(f"y must be a finite number, got {y!r}")
         u = self._to_unit(x, z)
-        self.train_X = torch.cat([self.train_X, u.unsqueeze(0)])
-        self.train_Y = torch.cat([self.train_Y, torch.tensor([[value]], dtype=torch.float64)])
         self._pending = None
-        if self.n_observations >= self.problem.n_init:
-            with default_float64():
-                first = self.model is None
-                refit = first or self.iteration % gp_profile(self.gp).fit_every == 0
-                self.model, _ = fit_gp(self.train_X, self.train_Y, self.model, refit=refit,
-                                       generator=self._fit_rng, profile=self.gp)
-
-    def _model(self) -> SingleTaskGP:
-        if self.model is None:
-            raise RuntimeError(f"no model before the {self.problem.n_init} initial evaluations are told")
-        return self.model
+        self.loop.tell(u.unsqueeze(0), torch.tensor([value], dtype=torch.float64))
 
     def recommend(self) -> Best:
         """The algorithm's recommendation among the x evaluated so far, with its estimated VaR."""
-        with default_float64():
-            rec = self.algorithm.recommend(self._model(), self.train_X)
+        rec = self.loop.recommend()
         x, _ = self._to_user(torch.cat([rec.x, torch.zeros(self.problem.d_z, dtype=torch.float64)]))
         var = rec.info.get("var_mean_rec")
         return Best(x, math.nan if var is None else float(var), self.n_observations)
@@ -267,9 +267,7 @@ class VaROptimizer:
             "settings": {"bounds": self.bounds, "alpha": self.alpha, "algorithm": self.algorithm_name,
                          "seed": self.seed, "n_init": self.problem.n_init, "gp": self.gp,
                          "options": self.options, "name": self.name, "z": z_state},
-            "train_X": self.train_X, "train_Y": self.train_Y,
-            "model": None if self.model is None else self.model.state_dict(),
-            "fit_rng": self._fit_rng.get_state(), "algorithm": self.algorithm.state_dict(),
+            **self.loop.state_dict(),  # train_X, train_Y, model, fit_rng, algorithm
             "pending": self._pending,
         }
 
@@ -292,14 +290,7 @@ class VaROptimizer:
                           if z["kind"] == "truncated-normal" else DiscreteZ(z["points"], z["masses"]))
         opt = cls(s["bounds"], z_user, s["alpha"], s["algorithm"], s["seed"], s["n_init"], s["gp"],
                   s["options"], s["name"])
-        opt.train_X, opt.train_Y = state["train_X"], state["train_Y"]
-        if state["model"] is not None:
-            with default_float64():
-                model = make_gp(opt.train_X, opt.train_Y, opt.gp)
-                model.load_state_dict(state["model"])
-                opt.model = model.eval().requires_grad_(False)
-        opt._fit_rng.set_state(state["fit_rng"])
-        opt.algorithm.load_state_dict(state["algorithm"])
+        opt.loop.load_state_dict(state)
         opt._pending = state["pending"]
         return opt
 

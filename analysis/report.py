@@ -365,18 +365,34 @@ def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: d
     return n_cells
 
 
-def _document(doc, results, frame, summary, panels, claims, verdicts, timing, ratios, status, figures,
-              floor, bounds, study) -> None:
-    env = analysis_environment()
+def _document(doc: Document, results: Path, frame: pd.DataFrame, summary: pd.DataFrame, panels: pd.DataFrame,
+              claims: pd.DataFrame, verdicts: pd.DataFrame, timing: pd.DataFrame, ratios: pd.DataFrame,
+              status: dict, figures: list, floor: float, bounds: pd.DataFrame, study: Study) -> None:
+    """The report's BO sections, in order: what the folder holds, the regret curves, the final
+    iteration, the claims, the timing, the claims in detail, the provenance."""
+    _overview(doc, results, frame, status)
+    _regret_section(doc, panels, figures, floor, study)
+    _final_section(doc, frame, summary, bounds)
+    _claims_section(doc, verdicts, study)
+    _timing_section(doc, timing, ratios, figures)
+    _claims_detail_section(doc, claims, verdicts, floor)
+    _provenance_section(doc, results, frame, status)
+
+
+def _overview(doc: Document, results: Path, frame: pd.DataFrame, status: dict) -> None:
+    """The cells and rows read, the grid's counts, the table of contents."""
     # CELL_KEYS has the target: a CVaR cell and its VaR twin (same options and seed) are two cells
     n_cells = frame.groupby(CELL_KEYS, dropna=False).ngroups
     grid = status["grid"] or status.get("grid_damaged") or "no _grid.json"
     doc.para(f"{n_cells} cells ({len(frame)} rows) from {results}. Grid: {grid}"
              f" ({status['n_grid_cells']} cells listed); completed {status['n_done']}, "
              f"failed {status['n_failed']}, missing {status['n_missing']}.")
-
     doc.contents()
 
+
+def _regret_section(doc: Document, panels: pd.DataFrame, figures: list, floor: float, study: Study) -> None:
+    """How the regret curves are drawn, and the figures (the study's figures drawn always show
+    even without cells; the timing figure is the timing section's)."""
     doc.heading("Regret curves")
     doc.para(
         f"Mean over seeds of log10 regret per iteration (iteration 0 is the initial design) with the "
@@ -399,6 +415,11 @@ def _document(doc, results, frame, summary, panels, claims, verdicts, timing, ra
     if empty:  # drawn all the same (every panel "not run"), for a folder that fills them later
         doc.para("No cell of this folder belongs to " + "; ".join(empty) + " (their files show empty "
                  "panels).")
+
+
+def _final_section(doc: Document, frame: pd.DataFrame, summary: pd.DataFrame, bounds: pd.DataFrame) -> None:
+    """The last iteration's regret and seconds per target, the optima that are lower bounds and the
+    problems without a known optimum."""
     doc.heading("Final iteration", 3)
     doc.para(f"Mean log10 regret of the recommendation at the last iteration over seeds, with its "
              f"{BAND_LEVEL:.0%} band [lower, upper]; and the median seconds per proposal (iterations >= 1). "
@@ -431,6 +452,9 @@ def _document(doc, results, frame, summary, panels, claims, verdicts, timing, ra
                  .reset_index())
         doc.table(basis)
 
+
+def _claims_section(doc: Document, verdicts: pd.DataFrame, study: Study) -> None:
+    """The study's claims, one verdict each, and what they say."""
     doc.heading("Claims")
     if not study.claims:
         doc.para("These results belong to no study (analysis.study: a study declares its claims), so "
@@ -445,16 +469,24 @@ def _document(doc, results, frame, summary, panels, claims, verdicts, timing, ra
     doc.heading("What the verdicts say", 3)
     doc.bullets(conclusions(verdicts))
 
+
+def _timing_section(doc: Document, timing: pd.DataFrame, ratios: pd.DataFrame, figures: list) -> None:
+    """The per-iteration times, their figure (the last of ``figures``) and the rho-KG^apx / V-UCB
+    ratios."""
     doc.heading("Timing")
     doc.para("Per-iteration times over iterations >= 1 (median and interquartile range, seconds); total "
              "cell time = the sum of t_fit_s, t_acq_s, t_rec_s and t_eval_s over a cell's rows (median and "
              "IQR over cells). Ratios: rho-KG^apx median / V-UCB median.")
-    name, title, fig_paths = figures[-1]
+    _, title, fig_paths = figures[-1]
     doc.figure(title, fig_paths["png"], fig_paths["pdf"])
     doc.table(timing)
     doc.heading("rho-KG^apx / V-UCB", 3)
     doc.table(ratios, empty="No problem has both rho-KG^apx and V-UCB cells (of any options).")
 
+
+def _claims_detail_section(doc: Document, claims: pd.DataFrame, verdicts: pd.DataFrame, floor: float) -> None:
+    """How the claims are tested, where variants change a verdict, the sensitivity table and every
+    sub-claim."""
     doc.heading("Claims in detail")
     doc.para(
         f"Tests: paired by seed (initial designs and noise are shared per (problem, seed)), on two "
@@ -498,6 +530,11 @@ def _document(doc, results, frame, summary, panels, claims, verdicts, timing, ra
                     "power_10", "seeds_80", "test", "data", "note"]]
     doc.table(shown)
 
+
+def _provenance_section(doc: Document, results: Path, frame: pd.DataFrame, status: dict) -> None:
+    """Where the cells come from (folder, grid, seeds, commits, Python, packages, the analysis's own
+    environment), cells stored twice, failed and missing cells."""
+    env = analysis_environment()
     doc.heading("Provenance")
     doc.bullets([
         f"results folder: {results}",

@@ -3,7 +3,7 @@
 ``run_cell(spec)`` touches no Ray and writes nothing; it returns the per-iteration rows and the
 metadata that :mod:`harness.store` writes to Parquet. Same spec, same rows (timings aside).
 
-The loop:
+The loop is :class:`algorithms.loop.BOLoop`, the one :class:`algorithms.VaROptimizer` runs too:
 
 * iteration 0: the initial design (from (problem, seed) only), a maximum-likelihood fit, a
   recommendation;
@@ -11,6 +11,9 @@ The loop:
   y_t = f(x_t, z_t) + noise, update the model (a fit of the hyperparameters when t is a multiple
   of the GP profile's ``fit_every``, otherwise the new data with the hyperparameters kept),
   ``recommend``.
+
+What only a cell does (the noisy observations of a benchmark, the true scores of each
+recommendation, the theory recommendation, the rows, the checkpoints) is :class:`_CellRun`'s.
 
 The GP is the cell's profile (``spec.gp``, :data:`algorithms.gp.GP_PROFILES`; ``paper`` by default),
 the same for every algorithm; its fitted hyperparameters are stored in every row (``gp_*``).
@@ -44,7 +47,8 @@ from collections.abc import Callable
 import torch
 
 from algorithms import algorithm_factory, build_algorithm
-from algorithms.gp import fit_gp, gp_profile, hyperparameters, make_gp
+from algorithms.gp import FitReport, hyperparameters
+from algorithms.loop import BOLoop
 from harness.complexity import run_timing_cell
 from harness.spec import CELL_KINDS, CellResult, CellSpec
 from problems import DiscreteZ, get_problem
@@ -146,124 +150,149 @@ def checkpoint_problem(data: bytes, spec: CellSpec) -> str | None:
     return None
 
 
-def _run_cell(spec: CellSpec, checkpoint: bytes | None,
-              on_checkpoint: Callable[[bytes, int], None] | None,
-              checkpoint_every_s: float) -> CellResult:
-    problem = get_problem(spec.problem, spec.alpha, spec.risk)
-    seed_root = derive_seed(spec.problem, spec.seed)
-    factory = algorithm_factory(spec.algorithm)
-    algorithm = build_algorithm(spec.algorithm, factory, problem, seed_root, risk=spec.risk,
-                                **dict(spec.options))
-    iterations = problem.iterations if spec.iterations is None else spec.iterations
-    target = _target(problem, factory, spec.risk)
-    optimum = problem.optimum
-    # None where the problem declares its optimum unknown: the regret columns are then null
-    optimum_value = None if optimum is None else optimum.value(target)
-    noise = generator(spec.problem, spec.seed, "noise")
-    fit_rng = generator(seed_root, "gp-fit")
-    profile = gp_profile(spec.gp)
+class _CellRun:
+    """One BO cell in progress: the shared loop (:class:`algorithms.loop.BOLoop`) plus what only a
+    cell has: the benchmark's noisy observations, the true scores of every recommendation, the
+    theory recommendation, the rows and the checkpoints."""
 
-    start = time.perf_counter()
-    rows: list[dict] = []
-    best_lower, x_theory = -math.inf, None
-    first = 0
-    if checkpoint is not None:  # resume after the checkpoint's last iteration
-        state = _unpack(checkpoint, spec)
-        rows, train_X, train_Y = state["rows"], state["train_X"], state["train_Y"]
-        best_lower, x_theory = state["best_lower"], state["x_theory"]
-        noise.set_state(state["noise"])
-        fit_rng.set_state(state["fit_rng"])
-        algorithm.load_state_dict(state["algorithm"])
-        model = make_gp(train_X, train_Y, profile)
-        model.load_state_dict(state["model"])
-        model.eval().requires_grad_(False)
-        first = rows[-1]["iteration"] + 1
-        start -= state["elapsed_s"]
-    else:
-        x0, z0 = problem.initial_design(spec.seed)
-        y0 = problem.observe(x0, z0, torch.randn(problem.n_init, generator=noise, dtype=torch.float64))
-        train_X = torch.cat([x0, z0], dim=-1)
-        train_Y = y0.unsqueeze(-1)
+    def __init__(self, spec: CellSpec) -> None:
+        self.spec = spec
+        self.problem = problem = get_problem(spec.problem, spec.alpha, spec.risk)
+        seed_root = derive_seed(spec.problem, spec.seed)
+        factory = algorithm_factory(spec.algorithm)
+        algorithm = build_algorithm(spec.algorithm, factory, problem, seed_root, risk=spec.risk,
+                                    **dict(spec.options))
+        self.iterations = problem.iterations if spec.iterations is None else spec.iterations
+        self.target = _target(problem, factory, spec.risk)
+        # None where the problem declares its optimum unknown: the regret columns are then null
+        self.optimum_value = None if problem.optimum is None else problem.optimum.value(self.target)
+        self.noise = generator(spec.problem, spec.seed, "noise")
+        self.loop = BOLoop(algorithm, seed_root, spec.gp)
+        self.start = time.perf_counter()
+        self.rows: list[dict] = []
+        self.best_lower: float = -math.inf
+        self.x_theory: torch.Tensor | None = None  # the x_t of the best lower bound so far
+        self.t_fit = 0.0  # seconds of the last model update (set before any row reads it)
+        self.report: FitReport | None = None
+
+    def initial_design(self) -> None:
+        """Observe the initial design of (problem, seed) with one noise draw each, and fit."""
+        problem = self.problem
+        x0, z0 = problem.initial_design(self.spec.seed)
+        y0 = problem.observe(x0, z0, torch.randn(problem.n_init, generator=self.noise, dtype=torch.float64))
+        self.update(torch.cat([x0, z0], dim=-1), y0)
+
+    def update(self, queries: torch.Tensor, outcomes: torch.Tensor) -> None:
+        """Tell the loop ``k x (d_x + d_z)`` queries and their ``k`` outcomes, timing the model update."""
         t0 = time.perf_counter()
-        model, report = fit_gp(train_X, train_Y, None, refit=True, generator=fit_rng,
-                               profile=profile)
-        t_fit = time.perf_counter() - t0
-    last_checkpoint = time.perf_counter()
+        self.report = self.loop.tell(queries, outcomes)
+        self.t_fit = time.perf_counter() - t0
 
-    def true_values(x: torch.Tensor) -> dict[str, float]:
-        """The true values of f(x, Z) under the measures :func:`_scored` names, by name."""
-        xb = x.unsqueeze(0)
-        return {m.name: float(m.of_problem(problem, xb)[0]) for m in _scored(spec.risk)}
+    def resume(self, checkpoint: bytes) -> int:
+        """Continue from ``checkpoint`` (of this spec); returns the first iteration still to run."""
+        state = _unpack(checkpoint, self.spec)
+        self.rows = state["rows"]
+        self.best_lower, self.x_theory = state["best_lower"], state["x_theory"]
+        self.noise.set_state(state["noise"])
+        self.loop.load_state_dict(state)
+        self.start -= state["elapsed_s"]
+        return self.rows[-1]["iteration"] + 1
 
-    for t in range(first, iterations + 1):
+    def step(self, t: int) -> dict:
+        """Iteration ``t``'s row: for t >= 1 propose, observe with the next noise draw and update
+        the model first (iteration 0 is the initial design's recommendation)."""
         row: dict = {"iteration": t, "x": [], "z": [], "y": None}
-        info: dict = {}
-        if t > 0:
-            t0 = time.perf_counter()
-            proposal = algorithm.propose(model, t)
-            row["t_acq_s"] = time.perf_counter() - t0
-            info = proposal.info
-            t0 = time.perf_counter()
-            y = problem.observe(proposal.x, proposal.z,
-                                torch.randn((), generator=noise, dtype=torch.float64))
-            row["t_eval_s"] = time.perf_counter() - t0
-            row.update(x=proposal.x.tolist(), z=proposal.z.tolist(), y=float(y))
-            train_X = torch.cat([train_X, torch.cat([proposal.x, proposal.z]).unsqueeze(0)])
-            train_Y = torch.cat([train_Y, y.reshape(1, 1)])
-            t0 = time.perf_counter()
-            model, report = fit_gp(train_X, train_Y, model, refit=t % profile.fit_every == 0,
-                                   generator=fit_rng, profile=profile)
-            t_fit = time.perf_counter() - t0
-            if proposal.lower_bound is not None and proposal.lower_bound > best_lower:
-                best_lower, x_theory = proposal.lower_bound, proposal.x
+        if t == 0:
+            return self.scored(row, {}, t)
         t0 = time.perf_counter()
-        recommendation = algorithm.recommend(model, train_X)
+        proposal = self.loop.propose()
+        row["t_acq_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        y = self.problem.observe(proposal.x, proposal.z,
+                                 torch.randn((), generator=self.noise, dtype=torch.float64))
+        row["t_eval_s"] = time.perf_counter() - t0
+        row.update(x=proposal.x.tolist(), z=proposal.z.tolist(), y=float(y))
+        self.update(torch.cat([proposal.x, proposal.z]).unsqueeze(0), y.reshape(1))
+        if proposal.lower_bound is not None and proposal.lower_bound > self.best_lower:
+            self.best_lower, self.x_theory = proposal.lower_bound, proposal.x
+        return self.scored(row, proposal.info, t)
+
+    def true_values(self, x: torch.Tensor) -> dict[str, float]:
+        """The true values of f(x, Z) (``x``: ``d_x``) under the measures :func:`_scored` names."""
+        xb = x.unsqueeze(0)
+        return {m.name: float(m.of_problem(self.problem, xb)[0]) for m in _scored(self.spec.risk)}
+
+    def regret(self, achieved: float) -> float | None:
+        return None if self.optimum_value is None else self.optimum_value - achieved
+
+    def scored(self, row: dict, info: dict, t: int) -> dict:
+        """``row`` completed with the recommendation after iteration ``t``, its true scores, the
+        proposal's ``info``, the model update's report and the hyperparameters."""
+        t0 = time.perf_counter()
+        recommendation = self.loop.recommend()
         row["t_rec_s"] = time.perf_counter() - t0
-        achieved = true_values(recommendation.x)
+        achieved = self.true_values(recommendation.x)
+        model, report = self.loop.fitted_model(), self.report
+        assert report is not None  # set by every update since the initial design
         row.update(
             x_rec=recommendation.x.tolist(),
             **{m.column: achieved.get(m.name) for m in RISK_MEASURES.values()},
-            regret=None if optimum_value is None else optimum_value - achieved[target],
+            regret=self.regret(achieved[self.target]),
             var_mean_rec=recommendation.info.get("var_mean_rec"),
-            beta=info.get("beta"),
-            lv_count=info.get("lv_count"),
-            var_upper=info.get("var_upper"),
-            var_lower=info.get("var_lower"),
+            **{key: info.get(key) for key in ("beta", "lv_count", "var_upper", "var_lower")},
             info=info_json(info) if t > 0 else None,
-            t_fit_s=t_fit,
-            fit_refit=report.refit,
-            fit_ok=report.ok,
-            fit_message=report.message,
-            n_obs=int(train_X.shape[0]),
+            t_fit_s=self.t_fit, fit_refit=report.refit, fit_ok=report.ok, fit_message=report.message,
+            n_obs=self.loop.n_observations,
             **hyperparameters(model),
         )
-        if x_theory is not None:
-            achieved_theory = true_values(x_theory)[target]
-            row.update(x_rec_theory=x_theory.tolist(),
-                       regret_theory=None if optimum_value is None else optimum_value - achieved_theory)
-        rows.append(row)
-        if (on_checkpoint is not None and t < iterations
-                and time.perf_counter() - last_checkpoint >= checkpoint_every_s):
-            on_checkpoint(_pack({
-                "spec": spec.to_json(), "rows": rows, "train_X": train_X, "train_Y": train_Y,
-                "model": model.state_dict(), "noise": noise.get_state(),
-                "fit_rng": fit_rng.get_state(), "algorithm": algorithm.state_dict(),
-                "best_lower": best_lower, "x_theory": x_theory,
-                "elapsed_s": time.perf_counter() - start}), t)
-            last_checkpoint = time.perf_counter()
+        if self.x_theory is not None:
+            row.update(x_rec_theory=self.x_theory.tolist(),
+                       regret_theory=self.regret(self.true_values(self.x_theory)[self.target]))
+        return row
 
-    for row in rows:
-        row.update(problem=spec.problem, algorithm=spec.algorithm, seed=spec.seed,
-                   alpha=problem.alpha, target=target, optimum=optimum_value)
-    metadata = {
-        "spec": spec.to_dict(),
-        "kind": "bo",
-        "target": target,
-        "optimum": None if optimum is None else {
-            "value": optimum_value, "lower_bound": optimum.lower_bound,
+    def checkpoint(self) -> bytes:
+        """The whole state after the last row, as bytes (:func:`_pack`)."""
+        return _pack({"spec": self.spec.to_json(), "rows": self.rows, **self.loop.state_dict(),
+                      "noise": self.noise.get_state(), "best_lower": self.best_lower,
+                      "x_theory": self.x_theory, "elapsed_s": time.perf_counter() - self.start})
+
+    def result(self) -> CellResult:
+        """The rows with the cell's constant columns, and the metadata."""
+        spec, optimum = self.spec, self.problem.optimum
+        for row in self.rows:
+            row.update(problem=spec.problem, algorithm=spec.algorithm, seed=spec.seed,
+                       alpha=self.problem.alpha, target=self.target, optimum=self.optimum_value)
+        optima = None if optimum is None else {
+            "value": self.optimum_value, "lower_bound": optimum.lower_bound,
             **{key: value for m in _scored(spec.risk)
-               for key, value in ((m.name, m.optimum(optimum)), (f"argmax_{m.name}", m.argmax(optimum)))}},
-        "iterations": iterations,
-        "wall_time_s": time.perf_counter() - start,
-    }
-    return CellResult(rows, metadata)
+               for key, value in ((m.name, m.optimum(optimum)), (f"argmax_{m.name}", m.argmax(optimum)))}}
+        metadata = {
+            "spec": spec.to_dict(),
+            "kind": "bo",
+            "target": self.target,
+            "optimum": optima,
+            "iterations": self.iterations,
+            "wall_time_s": time.perf_counter() - self.start,
+        }
+        return CellResult(self.rows, metadata)
+
+
+def _run_cell(spec: CellSpec, checkpoint: bytes | None,
+              on_checkpoint: Callable[[bytes, int], None] | None,
+              checkpoint_every_s: float) -> CellResult:
+    """The loop of :func:`run_cell`: iteration 0 (the initial design's row) or a resume, then the
+    iterations, with a checkpoint at most every ``checkpoint_every_s`` seconds."""
+    cell = _CellRun(spec)
+    if checkpoint is not None:
+        first = cell.resume(checkpoint)
+    else:
+        cell.initial_design()
+        first = 0
+    last_checkpoint = time.perf_counter()
+    for t in range(first, cell.iterations + 1):
+        cell.rows.append(cell.step(t))
+        if (on_checkpoint is not None and t < cell.iterations
+                and time.perf_counter() - last_checkpoint >= checkpoint_every_s):
+            on_checkpoint(cell.checkpoint(), t)
+            last_checkpoint = time.perf_counter()
+    return cell.result()

@@ -595,217 +595,289 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
             node writes them), so that a cell whose worker or node dies, or a cell of a killed
             driver's grid, resumes from its last checkpoint instead of from the start.
     """
-    outcome = Outcome()
-    start = time.perf_counter()
-    costs = list(costs) if costs is not None else [1.0] * len(cells)
-    order = sorted(range(len(cells)), key=lambda i: -costs[i])
-    queue = [cells[i] for i in order]
-    cost_of = {cells[i]: costs[i] for i in range(len(cells))}
-    cpus = cluster_cpus()  # counted anew now and then: an autoscaling cluster grows (and shrinks)
-    attempts: dict[CellSpec, int] = {}
-    info = provenance()
-    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    return _GridRun(cells, out, costs, max_in_flight, cell_fn, progress, checkpoints).run()
 
-    def new_keeper(finished: set[CellSpec]):
+
+class _Keeper:
+    """The driver's side of the checkpoint keeper (:class:`_CheckpointKeeper`): it starts the actor
+    preloaded with the stored checkpoints, replaces it when it dies, and writes the checkpoints it
+    collected to the store.
+
+    Args:
+        cells: the grid's cells (those not finished are preloaded).
+        out: results folder.
+        finished: the cells finished so far (a new keeper preloads none of theirs).
+    """
+
+    def __init__(self, cells: list[CellSpec], out: Path, finished: Callable[[], set[CellSpec]]) -> None:
+        self.cells, self.out, self.finished = cells, out, finished
+        self.here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self.unsaved: set[CellSpec] = set()  # cells whose checkpoint could not be written (said once)
+        self.actor = self._start(set())
+
+    def _start(self, finished: set[CellSpec]) -> object:
         """A checkpoint keeper on this node (it lives as long as the driver, whatever happens to
         workers), preloaded with the stored checkpoints of the cells not finished yet; a stored
         checkpoint that cannot be read is set aside and its cell starts afresh."""
         # named, so that a test can find and kill it as the OOM killer or an operator might
         # (unique: an earlier grid's keeper in this process may not be collected yet)
-        fresh = _remote_keeper.options(scheduling_strategy=here,
+        fresh = _remote_keeper.options(scheduling_strategy=self.here,
                                        name=f"{KEEPER_NAME}-{uuid.uuid4().hex}").remote()
-        for spec in cells:
+        for spec in self.cells:
             if spec in finished:
                 continue
-            data = read_checkpoint(out, spec)
+            data = read_checkpoint(self.out, spec)
             problem = None if data is None else checkpoint_problem(data, spec)
             if problem is not None:  # never resume from it; keep it for a look; start the cell afresh
-                aside = set_aside_checkpoint(out, spec)
+                aside = set_aside_checkpoint(self.out, spec)
                 print(f"checkpoint of {cell_label(spec)} cannot be read ({problem}): set aside as {aside}; "
                       "the cell restarts from iteration 0", file=sys.stderr)
             elif data is not None:
                 fresh.put.remote(spec, data)
         return fresh
 
-    keeper = new_keeper(set()) if checkpoints else None
-    unsaved: set[CellSpec] = set()
-
-    def keeper_call(method: str, *args: object, patience_s: float = ANSWER_S) -> object:
+    def call(self, method: str, *args: object, patience_s: float = ANSWER_S) -> object:
         """:func:`get` of a keeper call; a dead keeper is replaced by a new one (from the stored
         checkpoints: the running cells' newer ones that were not flushed yet are lost) and the call
         is made again on it, unless the local Ray itself is gone (:class:`RayLostError`)."""
-        nonlocal keeper
         try:
-            return get(getattr(keeper, method).remote(*args), f"the checkpoint keeper's {method}", patience_s)
+            return get(getattr(self.actor, method).remote(*args), f"the checkpoint keeper's {method}",
+                       patience_s)
         except ray.exceptions.RayActorError as error:
             check_alive()  # a keeper that died with its raylet: no new one on a dead node
             print(f"the checkpoint keeper died ({type(error).__name__}); a new one takes over from the "
                   "stored checkpoints; cells already running keep going without checkpoints",
                   file=sys.stderr)
-            keeper = new_keeper(set(outcome.done) | set(outcome.failed))
-            return get(getattr(keeper, method).remote(*args), f"the checkpoint keeper's {method}", patience_s)
+            self.actor = self._start(self.finished())
+            return get(getattr(self.actor, method).remote(*args), f"the checkpoint keeper's {method}",
+                       patience_s)
 
-    total_iterations = {spec: cell_iterations(spec) for spec in cells if spec.kind == "bo"}
-    iteration_of: dict[CellSpec, int] = {}  # running cells' last finished iteration
-    progress_written = [0.0, None]  # when, and what
+    def write_new(self, patience_s: float = ANSWER_S) -> dict[CellSpec, int]:
+        """Write the checkpoints the running cells made since the last call (one that cannot be
+        written costs that cell its resume point, said once, never the grid); returns the running
+        cells' last finished iterations."""
+        taken, progress = self.call("take", patience_s=patience_s)
+        for spec, data in taken.items():
+            try:
+                write_checkpoint(self.out, spec, data)
+            except Exception as error:
+                if spec not in self.unsaved:
+                    self.unsaved.add(spec)
+                    print(f"cannot write the checkpoint of {cell_label(spec)} ({type(error).__name__}: "
+                          f"{error}); it runs on without one", file=sys.stderr)
+        return progress
 
-    def write_running() -> None:
-        """``_progress.json``: the running cells' iterations, for ``harness.status`` (at most every
-        PROGRESS_EVERY_S, and only when they changed; a store that refuses it costs nothing)."""
-        now = time.perf_counter()
-        running = [{"cell": cell_label(spec), "iteration": iteration_of.get(spec),
-                    "iterations": total_iterations[spec],
-                    "seconds": round(now - eta.started[spec], 1) if spec in eta.started else None}
-                   for spec in list(in_flight.values())[:cpus] if spec in total_iterations]
-        state = [(r["cell"], r["iteration"]) for r in running]
-        since = now - progress_written[0]
-        # rewritten when the cells moved (at most every PROGRESS_EVERY_S), and at least every
-        # HEARTBEAT_S whatever they did: its age then tells a hung driver from a busy one
-        if since < PROGRESS_EVERY_S or (state == progress_written[1] and since < HEARTBEAT_S):
-            return
-        with contextlib.suppress(Exception):
-            write_progress(out, running)
-            progress_written[:] = [now, state]
 
-    def flush(patience_s: float = ANSWER_S) -> None:
-        """Write the checkpoints the running cells made since the last flush (one that cannot be
-        written costs that cell its resume point, said once, never the grid), and note their
-        iterations."""
-        if keeper is not None:
-            taken, progress = keeper_call("take", patience_s=patience_s)
-            for spec, iteration in progress.items():
-                if spec in total_iterations and spec in in_flight.values():
-                    iteration_of[spec] = iteration
-                    eta.progress(spec, iteration / max(1, total_iterations[spec]))
-            for spec, data in taken.items():
-                try:
-                    write_checkpoint(out, spec, data)
-                except Exception as error:
-                    if spec not in unsaved:
-                        unsaved.add(spec)
-                        print(f"cannot write the checkpoint of {cell_label(spec)} ({type(error).__name__}: "
-                              f"{error}); it runs on without one", file=sys.stderr)
-    in_flight: dict[ray.ObjectRef, CellSpec] = {}
-    eta = Eta(cost_of)
+class _GridRun:
+    """One call of :func:`run_cells` (same arguments): the queue, the tasks in flight, the
+    checkpoint keeper, the ETA and the progress line, and the loop that drives them."""
 
-    def submit(spec: CellSpec) -> None:
+    def __init__(self, cells: list[CellSpec], out: Path, costs: list[float] | None,
+                 max_in_flight: int | None, cell_fn: Callable[..., CellResult], progress: bool,
+                 checkpoints: bool) -> None:
+        self.out, self.cell_fn, self.max_in_flight = out, cell_fn, max_in_flight
+        self.outcome = Outcome()
+        self.start = time.perf_counter()
+        costs = list(costs) if costs is not None else [1.0] * len(cells)
+        self.queue = [cells[i] for i in sorted(range(len(cells)), key=lambda i: -costs[i])]
+        self.cpus = cluster_cpus()  # counted anew now and then: an autoscaling cluster grows (and shrinks)
+        self.attempts: dict[CellSpec, int] = {}
+        self.info = provenance()
+        self.keeper = _Keeper(cells, out, self.finished) if checkpoints else None
+        self.total_iterations = {spec: cell_iterations(spec) for spec in cells if spec.kind == "bo"}
+        self.iteration_of: dict[CellSpec, int] = {}  # running cells' last finished iteration
+        self.progress_written: tuple[float, object] = (0.0, None)  # when, and what
+        self.in_flight: dict[ray.ObjectRef, CellSpec] = {}
+        self.eta = Eta({cells[i]: costs[i] for i in range(len(cells))})
+        self.interactive = sys.stderr.isatty()
+        self.bar = tqdm(total=len(cells), unit="cell", disable=not progress or not cells, file=sys.stderr,
+                        dynamic_ncols=True, mininterval=0.5 if self.interactive else 15.0,
+                        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
+        self.last_line = time.perf_counter()
+
+    def finished(self) -> set[CellSpec]:
+        """The cells written or failed so far."""
+        return set(self.outcome.done) | set(self.outcome.failed)
+
+    def run(self) -> Outcome:
+        """Turns of the loop until every cell is written or failed; Ctrl-C or SIGTERM stops it
+        (what the running cells reached is kept), a lost local Ray raises :class:`RayLostError`."""
+        try:
+            while self.queue or self.in_flight:
+                self.turn()
+            self.refresh()
+        except KeyboardInterrupt as error:
+            self.interrupted(error)
+        except RayLostError:
+            _RayMessages.silent = True
+            raise
+        finally:
+            self.bar.close()
+            with contextlib.suppress(Exception):  # advisory: a store that refuses it costs nothing
+                clear_progress(self.out)
+        self.outcome.wall_s = time.perf_counter() - self.start
+        return self.outcome
+
+    def turn(self) -> None:
+        """Submit up to the limit, wait up to a slice for a task, flush checkpoints, handle it."""
+        check_alive()  # a dead GCS or raylet is noticed here within a turn, about a second
+        self.cpus = cluster_cpus()
+        while self.queue and len(self.in_flight) < (self.max_in_flight or 2 * self.cpus):
+            self.submit(self.queue.pop(0))
+        self.refresh()
+        ready, _ = ray.wait(list(self.in_flight), num_returns=1, timeout=WAIT_SLICE_S)
+        self.flush()
+        for ref in ready:
+            self.collect(ref)
+
+    def submit(self, spec: CellSpec) -> None:
         """One task for ``spec``, with the latest checkpoint the keeper holds (the driver may block
         on Ray; a task must not)."""
-        checkpoint = keeper_call("load", spec) if keeper is not None else None
-        if checkpoint is not None and spec in total_iterations:
+        checkpoint = self.keeper.call("load", spec) if self.keeper is not None else None
+        if checkpoint is not None and spec in self.total_iterations:
             with contextlib.suppress(Exception):  # a checkpoint the cell cannot use it reports itself
-                iteration_of[spec] = checkpoint_iteration(checkpoint)
-                eta.resumes(spec, iteration_of[spec] / max(1, total_iterations[spec]))
-        in_flight[_remote_cell.remote(spec, cell_fn, checkpoint, keeper)] = spec
+                self.iteration_of[spec] = checkpoint_iteration(checkpoint)
+                self.eta.resumes(spec, self.iteration_of[spec] / max(1, self.total_iterations[spec]))
+        actor = self.keeper.actor if self.keeper is not None else None
+        self.in_flight[_remote_cell.remote(spec, self.cell_fn, checkpoint, actor)] = spec
 
-    interactive = sys.stderr.isatty()
-    bar = tqdm(total=len(cells), unit="cell", disable=not progress or not cells, file=sys.stderr,
-               dynamic_ncols=True, mininterval=0.5 if interactive else 15.0,
-               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
+    def flush(self, patience_s: float = ANSWER_S) -> None:
+        """Write the checkpoints the running cells made since the last flush and note their
+        iterations (for the progress line, ``_progress.json`` and the ETA)."""
+        if self.keeper is None:
+            return
+        for spec, iteration in self.keeper.write_new(patience_s).items():
+            if spec in self.total_iterations and spec in self.in_flight.values():
+                self.iteration_of[spec] = iteration
+                self.eta.progress(spec, iteration / max(1, self.total_iterations[spec]))
 
-    last_line = [time.perf_counter()]
+    def collect(self, ref: ray.ObjectRef) -> None:
+        """The finished task ``ref``: its cell written, failed, or (its worker died) queued again."""
+        spec = self.in_flight.pop(ref)
+        self.iteration_of.pop(spec, None)
+        try:
+            reply = get(ref, f"the result of {cell_label(spec)}")
+        except RayLostError:
+            raise
+        except Exception as error:  # its worker or node died (the task catches the rest)
+            message = f"{type(error).__name__}: {condense_ray_message(str(error))}"
+            if self.retry(spec, message):
+                return
+            reply = {"ok": False, "message": message, "traceback": str(error), "seconds": None}
+        self.outcome.cell_s += reply.get("seconds") or 0.0
+        if reply["ok"]:
+            reply = self.write(spec, reply)
+        if reply["ok"]:
+            self.done(spec, reply)
+        else:
+            self.failed(spec, reply)
+        # only whole successful runs calibrate the cost model (a failure or a resumed cell ran part
+        # of its work)
+        whole = reply["ok"] and reply.get("resumed_at") is None
+        self.eta.finished(spec, reply.get("seconds") if whole else None)
+        self.bar.update(1)
 
-    def refresh() -> None:
-        now = time.perf_counter()
-        running = min(len(in_flight), cpus)  # the rest of the in-flight tasks wait in Ray's queue
-        started = list(in_flight.values())[:running]  # Ray starts them in submission order
-        eta.running(started, now)
-        cells_text = ", ".join(progress_text(spec, iteration_of.get(spec), total_iterations[spec])
-                               for spec in started[:PROGRESS_CELLS] if spec in total_iterations)
-        if running > PROGRESS_CELLS:
-            cells_text += f", +{running - PROGRESS_CELLS} more"
-        bar.set_postfix_str(f"running {running}" + (f" ({cells_text})" if cells_text else "")
-                            + f", failed {len(outcome.failed)}, "
-                            f"remaining {len(queue) + len(in_flight) - running}, "
-                            f"ETA {_format_eta(eta.seconds(now, cpus))}",
-                            refresh=interactive)
-        write_running()
-        # not on a terminal (a log, `ray job logs`): a line every LOG_EVERY_S even while no cell ends
-        if not interactive and time.perf_counter() - last_line[0] >= LOG_EVERY_S:
-            bar.refresh()
-            last_line[0] = time.perf_counter()
+    def retry(self, spec: CellSpec, message: str) -> bool:
+        """Queue ``spec`` again first, from its latest checkpoint, unless it has had its
+        :data:`SYSTEM_RETRIES`; whether it was."""
+        self.attempts[spec] = self.attempts.get(spec, 0) + 1
+        if self.attempts[spec] > SYSTEM_RETRIES:
+            return False
+        self.outcome.retried += 1
+        self.flush()
+        self.bar.write(f"retrying {cell_label(spec)} (attempt {self.attempts[spec] + 1}): {message}",
+                       file=sys.stderr)
+        self.queue.insert(0, spec)
+        self.eta.requeued(spec)
+        return True
 
-    try:
-        while queue or in_flight:
-            check_alive()  # a dead GCS or raylet is noticed here within a turn, about a second
-            cpus = cluster_cpus()
-            while queue and len(in_flight) < (max_in_flight or 2 * cpus):
-                submit(queue.pop(0))
-            refresh()
-            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=WAIT_SLICE_S)
-            flush()
-            for ref in ready:
-                spec = in_flight.pop(ref)
-                iteration_of.pop(spec, None)
-                try:
-                    reply = get(ref, f"the result of {cell_label(spec)}")
-                except RayLostError:
-                    raise
-                except Exception as error:  # its worker or node died (the task catches the rest)
-                    message = f"{type(error).__name__}: {condense_ray_message(str(error))}"
-                    attempts[spec] = attempts.get(spec, 0) + 1
-                    if attempts[spec] <= SYSTEM_RETRIES:  # again, from the latest checkpoint, first
-                        outcome.retried += 1
-                        flush()
-                        bar.write(f"retrying {cell_label(spec)} (attempt {attempts[spec] + 1}): {message}",
-                                  file=sys.stderr)
-                        queue.insert(0, spec)
-                        eta.requeued(spec)
-                        continue
-                    reply = {"ok": False, "message": message, "traceback": str(error), "seconds": None}
-                outcome.cell_s += reply.get("seconds") or 0.0
-                if reply["ok"]:
-                    try:  # a store that refuses this file (permissions, a full disk) fails this cell
-                        # per cell: where it ran, and after which iteration it resumed (None: whole)
-                        write_cell(out, spec, reply["result"],
-                                   info | {"host": reply.get("host"), "resumed_at": reply.get("resumed_at")})
-                    except Exception as error:
-                        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
-                        reply = {**reply, "ok": False, "traceback": traceback.format_exc(),
-                                 "message": f"cannot write its result: {type(error).__name__}: {reason}"}
-                if reply["ok"]:
-                    with contextlib.suppress(Exception):  # stale bookkeeping costs nothing
-                        clear_failure(out, spec)
-                        clear_checkpoint(out, spec)
-                    if keeper is not None:
-                        keeper.drop.remote(spec)
-                    outcome.done.append(spec)
-                    if reply.get("resumed_at") is not None:
-                        outcome.resumed[spec] = reply["resumed_at"]
-                else:
-                    try:
-                        write_failure(out, spec, reply["message"], reply["traceback"],
-                                      {k: reply.get(k) for k in ("host", "pid", "seconds")}
-                                      | {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-                    except Exception as error:  # not even the record: the message is all there is
-                        bar.write(f"cannot write the failure record of {cell_label(spec)}: "
-                                  f"{type(error).__name__}: {error}", file=sys.stderr)
-                    outcome.failed.append(spec)
-                    bar.write(f"failed: {cell_label(spec)}: {reply['message']}", file=sys.stderr)
-                # only whole successful runs calibrate the cost model (a failure or a resumed cell
-                # ran part of its work)
-                whole = reply["ok"] and reply.get("resumed_at") is None
-                eta.finished(spec, reply.get("seconds") if whole else None)
-                bar.update(1)
-        refresh()
-    except KeyboardInterrupt as error:
-        outcome.interrupted = True
-        outcome.terminated = interrupts.exit_code(error) == interrupts.EXIT_SIGTERM
+    def write(self, spec: CellSpec, reply: dict) -> dict:
+        """Write a successful task's cell; a store that refuses the file (permissions, a full disk)
+        turns the reply into this cell's failure."""
+        try:  # per cell: where it ran, and after which iteration it resumed (None: whole)
+            write_cell(self.out, spec, reply["result"],
+                       self.info | {"host": reply.get("host"), "resumed_at": reply.get("resumed_at")})
+        except Exception as error:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            return {**reply, "ok": False, "traceback": traceback.format_exc(),
+                    "message": f"cannot write its result: {type(error).__name__}: {reason}"}
+        return reply
+
+    def done(self, spec: CellSpec, reply: dict) -> None:
+        """A written cell: its stale failure record and checkpoint go, the keeper forgets it."""
+        with contextlib.suppress(Exception):  # stale bookkeeping costs nothing
+            clear_failure(self.out, spec)
+            clear_checkpoint(self.out, spec)
+        if self.keeper is not None:
+            self.keeper.actor.drop.remote(spec)
+        self.outcome.done.append(spec)
+        if reply.get("resumed_at") is not None:
+            self.outcome.resumed[spec] = reply["resumed_at"]
+
+    def failed(self, spec: CellSpec, reply: dict) -> None:
+        """A failed cell: its failure record (or, failing that, the message) and a line."""
+        try:
+            write_failure(self.out, spec, reply["message"], reply["traceback"],
+                          {k: reply.get(k) for k in ("host", "pid", "seconds")}
+                          | {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        except Exception as error:  # not even the record: the message is all there is
+            self.bar.write(f"cannot write the failure record of {cell_label(spec)}: "
+                           f"{type(error).__name__}: {error}", file=sys.stderr)
+        self.outcome.failed.append(spec)
+        self.bar.write(f"failed: {cell_label(spec)}: {reply['message']}", file=sys.stderr)
+
+    def interrupted(self, error: KeyboardInterrupt) -> None:
+        """Ctrl-C or SIGTERM: keep what the running cells reached, cancel their tasks, list the
+        cells left unrun."""
+        self.outcome.interrupted = True
+        self.outcome.terminated = interrupts.exit_code(error) == interrupts.EXIT_SIGTERM
         # a second Ctrl-C or SIGTERM does not cut this short; each step has a time limit
         with interrupts.deferred(raise_after=False):
             if local_ray.lost() is None:
                 with contextlib.suppress(Exception):  # keep what the interrupted cells reached
-                    flush(INTERRUPTED_ANSWER_S)
-                for ref in in_flight:
+                    self.flush(INTERRUPTED_ANSWER_S)
+                for ref in self.in_flight:
                     with contextlib.suppress(Exception):  # Ray itself may be going down with the same Ctrl-C
                         ray.cancel(ref, force=True)
-        outcome.unrun = list(in_flight.values()) + queue
-    except RayLostError:
-        _RayMessages.silent = True
-        raise
-    finally:
-        bar.close()
-        with contextlib.suppress(Exception):  # advisory: a store that refuses it costs nothing
-            clear_progress(out)
-    outcome.wall_s = time.perf_counter() - start
-    return outcome
+        self.outcome.unrun = list(self.in_flight.values()) + self.queue
+
+    def refresh(self) -> None:
+        """The progress line (running cells and their iterations, failures, cells left, ETA) and
+        ``_progress.json``."""
+        now = time.perf_counter()
+        running = min(len(self.in_flight), self.cpus)  # the rest of the in-flight tasks wait in Ray's queue
+        started = list(self.in_flight.values())[:running]  # Ray starts them in submission order
+        self.eta.running(started, now)
+        cells_text = ", ".join(progress_text(spec, self.iteration_of.get(spec), self.total_iterations[spec])
+                               for spec in started[:PROGRESS_CELLS] if spec in self.total_iterations)
+        if running > PROGRESS_CELLS:
+            cells_text += f", +{running - PROGRESS_CELLS} more"
+        self.bar.set_postfix_str(f"running {running}" + (f" ({cells_text})" if cells_text else "")
+                                 + f", failed {len(self.outcome.failed)}, "
+                                 f"remaining {len(self.queue) + len(self.in_flight) - running}, "
+                                 f"ETA {_format_eta(self.eta.seconds(now, self.cpus))}",
+                                 refresh=self.interactive)
+        self.write_running()
+        # not on a terminal (a log, `ray job logs`): a line every LOG_EVERY_S even while no cell ends
+        if not self.interactive and time.perf_counter() - self.last_line >= LOG_EVERY_S:
+            self.bar.refresh()
+            self.last_line = time.perf_counter()
+
+    def write_running(self) -> None:
+        """``_progress.json``: the running cells' iterations, for ``harness.status`` (at most every
+        PROGRESS_EVERY_S, and only when they changed; a store that refuses it costs nothing)."""
+        now = time.perf_counter()
+        started = self.eta.started
+        running = [{"cell": cell_label(spec), "iteration": self.iteration_of.get(spec),
+                    "iterations": self.total_iterations[spec],
+                    "seconds": round(now - started[spec], 1) if spec in started else None}
+                   for spec in list(self.in_flight.values())[:self.cpus] if spec in self.total_iterations]
+        state = [(r["cell"], r["iteration"]) for r in running]
+        since = now - self.progress_written[0]
+        # rewritten when the cells moved (at most every PROGRESS_EVERY_S), and at least every
+        # HEARTBEAT_S whatever they did: its age then tells a hung driver from a busy one
+        if since < PROGRESS_EVERY_S or (state == self.progress_written[1] and since < HEARTBEAT_S):
+            return
+        with contextlib.suppress(Exception):
+            write_progress(self.out, running)
+            self.progress_written = (now, state)

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-import harness.cell as cell_module
+import algorithms.loop as loop_module
 from algorithms import ALGORITHMS, Algorithm, Proposal, Recommendation, build_algorithm, check_algorithm
 from algorithms.random_search import RandomSearch
 from algorithms.vucb import VUCBProb
@@ -75,7 +75,7 @@ def test_a_kind_of_z_the_algorithm_does_not_handle_is_refused_before_any_work(mo
     def no_fit(*args, **kwargs):
         raise AssertionError("a GP was fitted before the kind of Z was checked")
 
-    monkeypatch.setattr(cell_module, "fit_gp", no_fit)
+    monkeypatch.setattr(loop_module, "fit_gp", no_fit)  # the cell fits through the shared loop
     with pytest.raises(ValueError, match="handles a discrete Z only"):
         run_cell(CellSpec.make("branin-1-1-continuous", "discrete-only", 0, 2))
 
