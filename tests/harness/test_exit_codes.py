@@ -92,5 +92,5 @@ def test_dry_run_json_lists_every_cell_with_spec_hash_state_and_estimate(tmp_pat
         assert cell["estimate_s"] > 0
     # each estimate is rounded to 0.1 s
     assert abs(sum(c["estimate_s"] for c in plan["cells"]) - plan["estimate_cpu_s"]) <= 0.05 * len(grid.cells)
-    assert "240 cells" in captured.err  # the human head line went to stderr
+    assert f"{len(grid.cells)} cells" in captured.err  # the human head line went to stderr
     assert main(["--grid", "smoke", "--json", "--out", str(tmp_path)]) == 2
