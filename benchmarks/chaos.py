@@ -1,0 +1,801 @@
+"""Chaos run: random faults against a small grid, then a resume, then every cell compared bit for bit
+with an undisturbed run of the same grid.
+
+    python benchmarks/chaos.py [--rounds 10] [--seed 0] [--work DIR] [--iterations 60] [--seeds 2]
+        [--kinds KIND,...] [--hang-s 120] [--stray-wait-s 20] [--report FILE] [--keep]
+
+It writes a grid file (random, vucb-unif and vucb-prob on branin-1-1-discrete and
+goldstein-1-1-discrete, ``--seeds`` seeds, ``--iterations`` iterations: cells of several seconds, so
+that they hand out checkpoints and a stopped run resumes from them), runs it once undisturbed
+(``WORK/reference``), then plays ``--rounds`` rounds. Each round:
+
+1. a fresh folder ``WORK/round-NN`` holding a random share (none to half) of the reference's cell
+   files, copied: the state of a grid that an earlier run left half done;
+2. the driver, ``python -m harness.run --grid FILE --out FOLDER --num-cpus 2 --no-progress``, in a
+   session of its own (its Ray's processes are told from any other by their session id);
+3. at a random moment, one fault of a random kind (:data:`KINDS`): SIGKILL, SIGINT or SIGTERM to
+   the driver; SIGKILL to a worker running a cell (a ``ray::_execute_cell`` child of the driver's
+   raylet), to the raylet or to the GCS server; a flipped byte or a truncated file (a cell file, a
+   checkpoint or another file of the folder), two cell files swapped, or the folder read-only for
+   5-15 s (``chattr +i`` as root, who ignores permissions; ``chmod a-w`` otherwise). The kinds
+   come in seeded shuffles of the whole list, so ``len(KINDS)`` rounds try every kind once;
+4. the driver's exit (a hang after ``--hang-s`` counts, and the run is then killed), and whether its
+   exit code tells the truth: 130 after SIGINT and 143 after SIGTERM; 1 after a dead raylet or GCS
+   while cells were left; otherwise 0 exactly when every cell of the grid is finished on disk
+   (judged by the driver's own last count when a file fault came after it), else 1;
+5. ``--stray-wait-s`` after the driver ended, the processes of that run still running (its
+   session's, those its watchdog recorded in ``/tmp/varbo-bench-<uid>/driver-<pid>-<start>.json``,
+   and the watchdog itself; the same pid with the same start time): strays, which are then ended;
+6. the same command again, undisturbed, to its end (timed: the recovery), its strays too; then
+   every cell: lost (no file), unreadable (a file the store refuses), duplicated (two files for one
+   cell), differing (columns x, z, y, x_rec, regret not bit-identical to the reference's), and
+   leftovers (temporary files, the lock, the progress file, checkpoints or failure records of a
+   finished grid).
+
+Why a fresh folder per round, partly filled from the reference, rather than one folder carried
+across rounds: a finished folder has nothing left to run, so a carried folder needs ``--force``,
+which clears the checkpoints and leaves every old file in place, so that a resume after the fault
+finds every cell done and never resumes a cell from a checkpoint. A fresh folder gives every faulted
+driver work to do when the fault comes, and a resume that continues its cells from the checkpoints
+the faulted run left; the copied cells are files of another run that must be kept as they are (and
+targets for the file faults from the first second); and each round's damage is its own, so a count
+is laid to the kind of fault that caused it.
+
+Prints one line per round, then a table per kind of fault; exits 1 if a count that must be zero
+(:data:`MUST_BE_ZERO`) is not, 2 if the undisturbed reference run fails. Everything it signals is
+provably its own: its drivers (their process handles), processes of their sessions started after
+them, and what their watchdogs recorded, each checked by pid and start time just before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script from anywhere: the harness of this checkout
+    sys.path.insert(0, str(ROOT))
+
+from harness.grid import resolve_grid  # noqa: E402
+from harness.local_ray import RECORDS  # noqa: E402
+from harness.procs import process_start  # noqa: E402
+from harness.results import (  # noqa: E402
+    CHECKPOINT_DIR,
+    FAILED_DIR,
+    PROGRESS,
+    cell_path,
+    check_cell_file,
+    read_cell,
+    read_metadata,
+    spec_from_dict,
+)
+from harness.spec import CellSpec  # noqa: E402
+
+#: The kinds of fault, one per round.
+KINDS = ("driver-sigkill", "driver-sigint", "driver-sigterm", "worker-sigkill", "raylet-sigkill",
+         "gcs-sigkill", "flip", "truncate", "swap", "readonly")
+#: Faults that need the local Ray up: their moment is counted from the driver's "Ray ready" line.
+RAY_KINDS = ("worker-sigkill", "raylet-sigkill", "gcs-sigkill")
+#: Faults after which the driver must stop at once (the others let it finish its grid).
+STOPPING_KINDS = ("driver-sigkill", "driver-sigint", "driver-sigterm", "raylet-sigkill", "gcs-sigkill")
+#: The counts of the table that a sound harness keeps at zero (exit 1 otherwise).
+MUST_BE_ZERO = ("lost", "duplicated", "differing", "unreadable", "hangs", "strays", "untruthful",
+                "leftovers")
+#: Every count of the table, in its order.
+COUNTS = ("missed", *MUST_BE_ZERO, "tracebacks", "resumed", "retried")
+
+PROBLEMS = ("branin-1-1-discrete", "goldstein-1-1-discrete")
+ALGORITHMS = ("random", "vucb-unif", "vucb-prob")
+GRID_NAME = "chaos"
+LOCK = "_running.lock"
+#: Seconds the undisturbed reference run may take.
+REFERENCE_S = 1800.0
+SUMMARY = re.compile(rf"^grid {GRID_NAME}: (\d+) done, (\d+) missing, (\d+) failed", re.MULTILINE)
+
+
+def grid_text(seeds: int, iterations: int) -> str:
+    """The chaos grid as a TOML grid file (:mod:`harness.grid`)."""
+    names = ", ".join(f'"{name}"' for name in PROBLEMS)
+    algorithms = ", ".join(f'"{name}"' for name in ALGORITHMS)
+    return (f'name = "{GRID_NAME}"\nseeds = {seeds}\niterations = {iterations}\n\n'
+            f"[[cells]]\nproblems = [{names}]\nalgorithms = [{algorithms}]\n")
+
+
+# ---------------------------------------------------------------------------------------------------
+# processes
+
+
+def _stat(pid: int) -> list[str] | None:
+    """``/proc/PID/stat`` after the command name: state, ppid, pgrp, session, ... (field 19: start)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
+
+
+def running(pid: int, start: str) -> bool:
+    """Whether ``pid`` runs and is the process that started at ``start`` (a zombie has ended)."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] not in ("Z", "X") and fields[19] == start
+
+
+def session_members(session: int) -> dict[int, tuple[str, str]]:
+    """The running processes of session ``session``: pid -> (start time, name)."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        fields = _stat(int(entry.name))
+        if fields is not None and fields[0] not in ("Z", "X") and int(fields[3]) == session:
+            found[int(entry.name)] = (fields[19], _comm(int(entry.name)))
+    return found
+
+
+def kill_if_same(pid: int, start: str, signum: int = signal.SIGKILL) -> bool:
+    """Signal ``pid`` if it still is the process that started at ``start``; whether it was sent."""
+    if not running(pid, start):
+        return False
+    with contextlib.suppress(OSError):
+        os.kill(pid, signum)
+        return True
+    return False
+
+
+class Driver:
+    """``python -m harness.run --grid FILE --out OUT --num-cpus 2 --no-progress`` in a session of its
+    own, its output in ``log``. A thread notes, while it runs, the processes of its session and what
+    its watchdog records (the record is removed when the watchdog ends), and its watchdog, found by
+    the record's path on its command line: :meth:`strays` checks them all after the driver's end."""
+
+    def __init__(self, grid_file: Path, out: Path, log: Path) -> None:
+        self.log = log
+        command = [sys.executable, "-m", "harness.run", "--grid", str(grid_file), "--out", str(out),
+                   "--num-cpus", "2", "--no-progress"]
+        self.started_at = time.monotonic()
+        with open(log, "w") as stream:
+            self.process = subprocess.Popen(
+                command, cwd=ROOT, stdout=stream, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        self.pid = self.process.pid
+        self.start = process_start(self.pid) or "-"
+        self.record = RECORDS / f"driver-{self.pid}-{self.start}.json"
+        self.seen: dict[int, tuple[str, str]] = {}  # pid -> (start, name): the run's processes
+        self.ended_at: float | None = None
+        self.code: int | None = None
+        threading.Thread(target=self._wait, daemon=True).start()
+        self.tracker = threading.Thread(target=self._track, daemon=True)
+        self.tracker.start()
+
+    def _wait(self) -> None:
+        self.code = self.process.wait()
+        self.ended_at = time.monotonic()
+
+    def _note(self) -> None:
+        for pid, (start, name) in session_members(self.pid).items():
+            if pid != self.pid and int(start) >= int(self.start if self.start != "-" else 0):
+                self.seen.setdefault(pid, (start, name))
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            record = json.loads(self.record.read_text())
+            if int(record["driver"][0]) == self.pid and str(record["driver"][1]) == self.start:
+                dog, dog_start = record["watchdog"]
+                self.seen.setdefault(int(dog), (str(dog_start), "watchdog"))
+                for pid, start, name in record["processes"]:
+                    self.seen.setdefault(int(pid), (str(start), str(name)))
+        if not any(name == "watchdog" for _, name in self.seen.values()):
+            for entry in os.scandir("/proc"):
+                if entry.name.isdigit() and str(self.record) in _cmdline(int(entry.name)):
+                    start = process_start(int(entry.name))
+                    if start is not None:
+                        self.seen.setdefault(int(entry.name), (start, "watchdog"))
+
+    def _track(self) -> None:
+        while self.ended_at is None:
+            self._note()
+            time.sleep(0.3)
+        self._note()  # what the end left
+
+    def output(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def wait(self, timeout: float) -> int | None:
+        """The exit code, or None if the driver still runs ``timeout`` seconds later."""
+        try:
+            self.process.wait(max(0.0, timeout))
+        except subprocess.TimeoutExpired:
+            return None
+        while self.ended_at is None:
+            time.sleep(0.01)
+        return self.code
+
+    def ray_child(self, name: str) -> tuple[int, str] | None:
+        """The driver's own ``raylet`` or ``gcs_server`` (its child): (pid, start), or None."""
+        for pid, (start, comm) in session_members(self.pid).items():
+            fields = _stat(pid)
+            if comm == name and fields is not None and int(fields[1]) == self.pid:
+                return pid, start
+        return None
+
+    def workers(self) -> list[tuple[int, str]]:
+        """The processes running a cell: ``ray::_execute_cell`` children of the driver's raylet."""
+        raylet = self.ray_child("raylet")
+        if raylet is None:
+            return []
+        found = []
+        for pid, (start, _) in session_members(self.pid).items():
+            fields, argv = _stat(pid), _cmdline(pid)
+            if fields and int(fields[1]) == raylet[0] and argv and argv[0].startswith("ray::_execute_cell"):
+                found.append((pid, start))
+        return found
+
+    def strays(self) -> dict[int, tuple[str, str]]:
+        """The run's processes still running (the driver ended): noted ones, and its session's."""
+        self.tracker.join(5)
+        self._note()
+        return {pid: (start, name) for pid, (start, name) in self.seen.items() if running(pid, start)}
+
+    def end(self) -> None:
+        """SIGKILL the driver (a hang), if it still runs."""
+        if self.process.poll() is None:
+            with contextlib.suppress(OSError):
+                self.process.kill()
+        self.wait(10)
+
+
+def end_strays(strays: dict[int, tuple[str, str]]) -> None:
+    """SIGKILL a run's strays (each still the process noted: same pid, same start time)."""
+    for pid, (start, _) in strays.items():
+        kill_if_same(pid, start, signal.SIGSTOP)  # no more children meanwhile
+    for pid, (start, _) in strays.items():
+        kill_if_same(pid, start)
+
+
+def wait_strays(driver: Driver, stray_wait_s: float) -> dict[int, tuple[str, str]]:
+    """The run's processes still running ``stray_wait_s`` after its driver ended (then ended here)."""
+    time.sleep(max(0.0, (driver.ended_at or time.monotonic()) + stray_wait_s - time.monotonic()))
+    strays = driver.strays()
+    end_strays(strays)
+    return strays
+
+
+# ---------------------------------------------------------------------------------------------------
+# the results folder
+
+
+def visible_cell_files(out: Path) -> list[Path]:
+    """The ``*.parquet`` files under ``out`` that readers see (no part '.'- or '_'-prefixed)."""
+    return sorted(p for p in out.rglob("*.parquet")
+                  if not any(part.startswith((".", "_")) for part in p.relative_to(out).parts))
+
+
+def fault_targets(out: Path) -> dict[str, list[Path]]:
+    """The files of ``out`` a byte flip or a truncation may hit, by sort: cell files, checkpoints,
+    and the rest (the manifest, the lock, the progress file, failure records); temporaries left out."""
+    files = [p for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    cells = set(visible_cell_files(out))
+    checkpoints = [p for p in files if CHECKPOINT_DIR in p.relative_to(out).parts]
+    return {"cell": sorted(cells), "checkpoint": sorted(checkpoints),
+            "other": sorted(set(files) - cells - set(checkpoints))}
+
+
+def all_done(out: Path, cells: list[CellSpec]) -> bool:
+    """Whether every cell's file is in place and the store accepts it."""
+    return all(cell_path(out, spec).is_file() and check_cell_file(cell_path(out, spec)) is None
+               for spec in cells)
+
+
+@contextlib.contextmanager
+def read_only(out: Path):
+    """``out`` and everything in it read-only, even for root (``chattr +i``), until the end."""
+    immutable = os.geteuid() == 0 and shutil.which("chattr") is not None
+    modes: dict[Path, int] = {}
+    done: set[Path] = set()
+    for _ in range(2):  # again: a folder made meanwhile
+        paths = [p for p in [out, *out.rglob("*")] if p not in done]
+        done.update(paths)
+        if immutable:
+            subprocess.run(["chattr", "-f", "+i", *map(str, paths)], capture_output=True, check=False)
+            continue
+        for path in paths:
+            with contextlib.suppress(OSError):
+                modes[path] = path.stat().st_mode
+                path.chmod(modes[path] & ~0o222)
+    try:
+        yield
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-f", "-R", "-i", str(out)], capture_output=True, check=False)
+        for path, mode in modes.items():
+            with contextlib.suppress(OSError):
+                path.chmod(mode)
+
+
+def seed_folder(out: Path, reference: Path, cells: list[CellSpec], rng: random.Random) -> int:
+    """A fresh ``out`` holding copies of the reference's files of a random share (none to half) of
+    ``cells``; how many."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    chosen = rng.sample(cells, rng.randint(0, len(cells) // 2))
+    for spec in chosen:
+        target = cell_path(out, spec)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(cell_path(reference, spec), target)
+    return len(chosen)
+
+
+# ---------------------------------------------------------------------------------------------------
+# faults
+
+
+@dataclass
+class Fault:
+    """What was done, when (seconds after the driver started), and whether the driver's last count
+    ("grid chaos: N done, ...") was printed before it (None: it came meanwhile)."""
+
+    kind: str
+    what: str = ""
+    at: float | None = None  # None: missed (the driver had ended, or there was nothing to hit)
+    after_summary: bool | None = False
+
+
+def _until(driver: Driver, deadline: float, find):
+    """``find()``'s first true answer, polled until ``deadline`` or the driver's end (then None)."""
+    while time.monotonic() < deadline and driver.process.poll() is None:
+        found = find()
+        if found:
+            return found
+        time.sleep(0.05)
+    return None
+
+
+def _signal_driver(driver: Driver, kind: str) -> str | None:
+    signum = {"driver-sigkill": signal.SIGKILL, "driver-sigint": signal.SIGINT,
+              "driver-sigterm": signal.SIGTERM}[kind]
+    if driver.process.poll() is not None:
+        return None
+    driver.process.send_signal(signum)
+    return f"{signal.Signals(signum).name} to the driver (pid {driver.pid})"
+
+
+def _kill_ray(driver: Driver, kind: str, deadline: float, rng: random.Random) -> str | None:
+    if kind == "worker-sigkill":
+        workers = _until(driver, deadline, driver.workers)
+        target, name = (rng.choice(workers), "worker running a cell") if workers else (None, "")
+    else:
+        name = "raylet" if kind == "raylet-sigkill" else "gcs_server"
+        target = _until(driver, deadline, lambda: driver.ray_child(name))
+    if target is None or not kill_if_same(*target):
+        return None
+    return f"SIGKILL to the {name} (pid {target[0]})"
+
+
+def _damage_file(out: Path, kind: str, driver: Driver, deadline: float, rng: random.Random) -> str | None:
+    def pick() -> Path | None:
+        targets = fault_targets(out)
+        sorts = [s for s in [*rng.choices(["cell", "checkpoint", "other"], [6, 3, 1], k=1), "cell", "other"]
+                 if targets[s]]
+        return rng.choice(targets[sorts[0]]) if sorts else None
+
+    path = _until(driver, deadline, pick)
+    try:
+        size = path.stat().st_size if path is not None else 0
+        if path is None or size == 0:
+            return None
+        if kind == "truncate":
+            length = rng.randrange(size)
+            os.truncate(path, length)
+            return f"{path.relative_to(out)} truncated from {size} to {length} bytes"
+        offset, mask = rng.randrange(size), rng.randrange(1, 256)
+        with open(path, "r+b") as stream:
+            stream.seek(offset)
+            byte = stream.read(1)[0]
+            stream.seek(offset)
+            stream.write(bytes([byte ^ mask]))
+        return f"{path.relative_to(out)}: byte {offset} of {size} xor {mask:#04x}"
+    except OSError as error:  # replaced or removed by the driver meanwhile
+        return f"{path.relative_to(out)}: gone before the damage ({type(error).__name__})"
+
+
+def _swap(out: Path, driver: Driver, deadline: float, rng: random.Random) -> str | None:
+    pair = _until(driver, deadline, lambda: len(visible_cell_files(out)) >= 2 and rng.sample(
+        visible_cell_files(out), 2))
+    if not pair:
+        return None
+    first, second = pair
+    hold = out / f".chaos-swap-{os.getpid()}"
+    try:
+        os.replace(first, hold)
+        os.replace(second, first)
+        os.replace(hold, second)
+    except OSError as error:
+        return f"swap of {first.relative_to(out)} and {second.relative_to(out)} cut short ({error})"
+    return f"{first.relative_to(out)} and {second.relative_to(out)} swapped"
+
+
+def inject(kind: str, driver: Driver, out: Path, delay: float, patience_s: float,
+           rng: random.Random) -> Fault:
+    """Wait until ``delay`` seconds after the driver's start (after its "Ray ready" line for
+    :data:`RAY_KINDS`), then inject a fault of ``kind``; a target that is not there yet (a worker, a
+    file) is waited for up to ``patience_s``."""
+    fault = Fault(kind)
+    origin = driver.started_at
+    if kind in RAY_KINDS:
+        ready = _until(driver, time.monotonic() + patience_s, lambda: "Ray ready" in driver.output())
+        if not ready:
+            return fault
+        origin = time.monotonic()
+    time.sleep(max(0.0, origin + delay - time.monotonic()))
+    deadline = time.monotonic() + patience_s
+    before = SUMMARY.search(driver.output()) is not None
+    if kind.startswith("driver-"):
+        fault.what = _signal_driver(driver, kind)
+    elif kind in RAY_KINDS:
+        fault.what = _kill_ray(driver, kind, deadline, rng)
+    elif kind in ("flip", "truncate"):
+        fault.what = _damage_file(out, kind, driver, deadline, rng)
+    elif kind == "swap":
+        fault.what = _swap(out, driver, deadline, rng)
+    else:
+        seconds = rng.uniform(5.0, 15.0)
+        fault.at = time.monotonic() - driver.started_at
+        with read_only(out):
+            time.sleep(seconds)
+        fault.what = f"the folder read-only for {seconds:.1f} s"
+    if fault.what is None:
+        return Fault(kind)
+    if fault.at is None:
+        fault.at = time.monotonic() - driver.started_at
+    after = SUMMARY.search(driver.output()) is not None
+    fault.after_summary = True if before else (None if after else False)
+    return fault
+
+
+# ---------------------------------------------------------------------------------------------------
+# judging a round
+
+
+def truthful(fault: Fault, code: int | None, done: bool, output: str) -> tuple[bool, str]:
+    """Whether the faulted driver's exit code tells the truth, and what was expected."""
+    if code is None:
+        return True, "(hang)"  # counted as a hang
+    kind = fault.kind if fault.at is not None else "none"
+    if kind == "driver-sigkill":
+        expected = {-signal.SIGKILL}
+    elif kind == "driver-sigint":
+        expected = {130}
+    elif kind == "driver-sigterm":
+        expected = {143}
+    elif kind in ("raylet-sigkill", "gcs-sigkill"):
+        expected = {0, 1} if done else {1}  # after the grid's end, a lost Ray costs nothing
+    elif kind == "readonly" and re.search(r"^harness\.run: error: --out .* is not writable", output, re.M):
+        expected = {2}  # read-only when the driver checked its folder: bad input, before anything ran
+    elif fault.after_summary is None:  # the driver counted its cells as the fault came: either
+        expected = {0, 1}
+    elif fault.after_summary:  # the driver's own last count is what its code speaks of
+        counts = SUMMARY.findall(output)
+        expected = {0} if counts and counts[-1][1:] == ("0", "0") else {1}
+    else:
+        expected = {0} if done else {1}
+    return code in expected, "/".join(str(c) for c in sorted(expected))
+
+
+def leftovers(out: Path) -> list[str]:
+    """What a finished grid should not leave in its folder: temporaries, the lock, the progress file,
+    checkpoints (those set aside as damaged are kept on purpose) and failure records."""
+    found = [str(p.relative_to(out)) for p in out.rglob(".*") if p.is_file()]
+    found += [name for name in (LOCK, PROGRESS) if (out / name).exists()]
+    found += [str(p.relative_to(out)) for p in (out / CHECKPOINT_DIR).rglob("*")
+              if p.is_file() and not p.name.endswith(".damaged")]
+    found += [str(p.relative_to(out)) for p in (out / FAILED_DIR).rglob("*") if p.is_file()]
+    return found
+
+
+def compare(out: Path, reference: Path, cells: list[CellSpec]) -> dict[str, list[str]]:
+    """Each cell of ``out`` against the reference's: lost, unreadable, duplicated, differing."""
+    from harness.verify import compare_rows
+
+    found: dict[str, list[str]] = {"lost": [], "unreadable": [], "duplicated": [], "differing": []}
+    holders: Counter[CellSpec] = Counter()
+    for path in visible_cell_files(out):
+        with contextlib.suppress(Exception):  # a file that cannot say which cell it holds holds none
+            holders[spec_from_dict(read_metadata(path)["spec"])] += 1
+    for spec in cells:
+        label, path = f"{spec.problem}/{spec.algorithm}/seed{spec.seed}", cell_path(out, spec)
+        if holders[spec] > 1:
+            found["duplicated"].append(f"{label}: {holders[spec]} files")
+        if not path.is_file():
+            found["lost"].append(label)
+            continue
+        reason = check_cell_file(path)
+        if reason is not None:
+            found["unreadable"].append(f"{label}: {reason}")
+            continue
+        stored = read_cell(path)[1].to_pylist()
+        difference, largest = compare_rows(read_cell(cell_path(reference, spec))[1].to_pylist(), stored)
+        if difference is not None:
+            found["differing"].append(f"{label}: at iteration {difference.iteration}, column "
+                                      f"{difference.column} (max abs difference {largest:.3g})")
+    return found
+
+
+def _count(pattern: str, text: str) -> int:
+    return sum(int(n) for n in re.findall(pattern, text))
+
+
+# ---------------------------------------------------------------------------------------------------
+# the run
+
+
+class ReferenceRunError(RuntimeError):
+    """The undisturbed run of the grid did not finish it: there is nothing to compare with."""
+
+
+@dataclass
+class Setup:
+    """What every round shares: the grid, its cells, the reference folder and its timings."""
+
+    grid_file: Path
+    cells: list[CellSpec]
+    reference: Path
+    startup_s: float  # driver start to "Ray ready"
+    run_s: float  # "Ray ready" to the driver's end
+    hang_s: float
+    stray_wait_s: float
+    rounds: list[dict] = field(default_factory=list)
+
+
+def run_reference(work: Path, grid_file: Path, hang_s: float, stray_wait_s: float) -> Setup:
+    """The grid run once, undisturbed, into ``WORK/reference``: the rows to compare with, and how
+    long a run takes (to place the faults' moments)."""
+    reference = work / "reference"
+    driver = Driver(grid_file, reference, work / "reference.log")
+    ready, deadline = None, time.monotonic() + REFERENCE_S
+    while driver.process.poll() is None and time.monotonic() < deadline:
+        if ready is None and "Ray ready" in driver.output():
+            ready = time.monotonic()
+        time.sleep(0.1)
+    code = driver.wait(0)
+    if code is None:
+        driver.end()
+    cells = list(resolve_grid(str(grid_file)).cells)
+    if code != 0 or not all_done(reference, cells):
+        raise ReferenceRunError(f"the undisturbed reference run failed (exit {code}):\n"
+                              f"{driver.output()[-3000:]}")
+    ready = ready or driver.ended_at
+    strays = wait_strays(driver, stray_wait_s)
+    if strays:
+        print(f"chaos: the reference run left {len(strays)} process(es): {strays}", file=sys.stderr)
+    print(f"reference: {len(cells)} cells in {driver.ended_at - driver.started_at:.1f} s "
+          f"(Ray ready after {ready - driver.started_at:.1f} s)", flush=True)
+    return Setup(grid_file, cells, reference, ready - driver.started_at, driver.ended_at - ready,
+                 hang_s, stray_wait_s)
+
+
+def reference_setup(work: Path, grid_file: Path, hang_s: float, stray_wait_s: float) -> Setup:
+    """The reference of an earlier chaos run in ``work`` of the same grid (``reference.json``: its
+    grid and timings; its cells all in place), or a new one (:func:`run_reference`)."""
+    cells = list(resolve_grid(str(grid_file)).cells)
+    saved = work / "reference.json"
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        known = json.loads(saved.read_text())
+        if known["grid"] == grid_file.read_text() and all_done(work / "reference", cells):
+            print(f"reference: {len(cells)} cells of an earlier run in {work / 'reference'}", flush=True)
+            return Setup(grid_file, cells, work / "reference", known["startup_s"], known["run_s"],
+                         hang_s, stray_wait_s)
+    setup = run_reference(work, grid_file, hang_s, stray_wait_s)
+    saved.write_text(json.dumps({"grid": grid_file.read_text(), "startup_s": setup.startup_s,
+                                 "run_s": setup.run_s}))
+    return setup
+
+
+def fault_delay(kind: str, setup: Setup, share: float, rng: random.Random) -> float:
+    """When the fault comes: a random moment of the run (counted from "Ray ready" for
+    :data:`RAY_KINDS`, else from the driver's start, imports and Ray's start included)."""
+    run = max(2.0, setup.run_s * share)
+    if kind in RAY_KINDS:
+        return rng.uniform(0.0, 0.8 * run)
+    return rng.uniform(0.5, setup.startup_s + 0.8 * run)
+
+
+def faulted_run(setup: Setup, kind: str, folder: Path, share: float, rng: random.Random) -> dict:
+    """Steps 2-5 of a round: the driver, the fault, its exit and its strays."""
+    driver = Driver(setup.grid_file, folder, folder.parent / f"{folder.name}.faulted.log")
+    fault = inject(kind, driver, folder, fault_delay(kind, setup, share, rng), setup.hang_s, rng)
+    # a fault that stops the driver: hang_s to stop; otherwise the rest of the grid too
+    stops = kind in STOPPING_KINDS and fault.at is not None
+    since = driver.started_at + fault.at if fault.at is not None else time.monotonic()
+    patience = setup.hang_s + (0 if stops else 2 * (setup.startup_s + setup.run_s))
+    code = driver.wait(since + patience - time.monotonic())
+    if code is None:
+        driver.end()
+    done = all_done(folder, setup.cells)
+    output = driver.output()
+    true, expected = truthful(fault, code, done, output)
+    strays = wait_strays(driver, setup.stray_wait_s)
+    return {"kind": kind, "fault": fault.what or "missed", "fault_at_s": fault.at,
+            "missed": fault.at is None, "exit": code, "expected": expected, "truthful": true,
+            "hang": code is None, "done_at_exit": done, "strays": sorted(f"{n} (pid {p})" for p, (_, n)
+                                                                       in strays.items()),
+            "retried": len(re.findall(r"^retrying ", output, re.MULTILINE)),
+            "tracebacks": output.count("Traceback"),
+            "exited_after_s": None if driver.ended_at is None else driver.ended_at - driver.started_at}
+
+
+def resume(setup: Setup, folder: Path) -> dict:
+    """Step 6: the same command again, undisturbed, to its end; its strays; the cells compared."""
+    driver = Driver(setup.grid_file, folder, folder.parent / f"{folder.name}.resume.log")
+    code = driver.wait(setup.hang_s + 3 * (setup.startup_s + setup.run_s))
+    if code is None:
+        driver.end()
+    output = driver.output()
+    found = compare(folder, setup.reference, setup.cells)
+    strays = wait_strays(driver, setup.stray_wait_s)
+    return {"resume_exit": code, "resume_hang": code is None,
+            "recovery_s": None if driver.ended_at is None else driver.ended_at - driver.started_at,
+            "resume_strays": sorted(f"{n} (pid {p})" for p, (_, n) in strays.items()),
+            "resumed": _count(r"(\d+) cell\(s\) resumed from their checkpoints", output),
+            # 0 exactly when every cell is finished (and a cell left unfinished is counted as lost)
+            "resume_truthful": code is None or (code == 0) == (not found["lost"] and not found["unreadable"]),
+            "resume_tracebacks": output.count("Traceback"), "leftovers": leftovers(folder), **found}
+
+
+def play_round(setup: Setup, number: int, kind: str, rng: random.Random, work: Path) -> dict:
+    """One round (see the module's docstring); its record."""
+    folder = work / f"round-{number:02d}"
+    copied = seed_folder(folder, setup.reference, setup.cells, rng)
+    share = (len(setup.cells) - copied) / len(setup.cells)
+    record = {"round": number, "copied": copied, **faulted_run(setup, kind, folder, share, rng)}
+    record.update(resume(setup, folder))
+    record["counts"] = round_counts(record)
+    return record
+
+
+def round_counts(record: dict) -> dict[str, int]:
+    """The round's contribution to each count of the table."""
+    return {"missed": int(record["missed"]), "lost": len(record["lost"]),
+            "duplicated": len(record["duplicated"]), "differing": len(record["differing"]),
+            "unreadable": len(record["unreadable"]),
+            "hangs": int(record["hang"]) + int(record["resume_hang"]),
+            "strays": len(record["strays"]) + len(record["resume_strays"]),
+            "untruthful": int(not record["truthful"]) + int(not record["resume_truthful"]),
+            "leftovers": len(record["leftovers"]),
+            "tracebacks": record["tracebacks"] + record["resume_tracebacks"], "resumed": record["resumed"],
+            "retried": record["retried"]}
+
+
+def round_line(record: dict) -> str:
+    """One line on a round as it ends."""
+    at = "missed" if record["missed"] else f"at {record['fault_at_s']:.1f} s"
+    counts = ", ".join(f"{k} {v}" for k, v in record["counts"].items() if v and k != "missed")
+    recovery = "-" if record["recovery_s"] is None else f"{record['recovery_s']:.1f} s"
+    line = (f"round {record['round']:2d} {record['kind']:14s} {at}: {record['fault']}; exit "
+            f"{record['exit']} (expected {record['expected']}); resume exit {record['resume_exit']} in "
+            f"{recovery}; {record['copied']} cells copied; {counts or 'nothing to count'}")
+    details = [f"  {name}: {item}" for name in ("lost", "duplicated", "differing", "unreadable",
+                                               "strays", "resume_strays", "leftovers")
+               for item in record[name]]
+    return "\n".join([line, *details])
+
+
+def table(rounds: list[dict]) -> tuple[str, dict[str, int]]:
+    """The table per kind of fault (and the totals)."""
+    header = ["kind", "rounds", *COUNTS, "recovery s"]
+    rows, totals = [], Counter()
+    for kind in [*KINDS, "total"]:
+        mine = [r for r in rounds if kind in (r["kind"], "total")]
+        if not mine:
+            continue
+        counts = Counter()
+        for record in mine:
+            counts.update(record["counts"])
+        if kind == "total":
+            totals = counts
+        times = [r["recovery_s"] for r in mine if r["recovery_s"] is not None]
+        mean = f"{sum(times) / len(times):.1f}" if times else "-"
+        rows.append([kind, str(len(mine)), *(str(counts[c]) for c in COUNTS), mean])
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(text.ljust(w) if i == 0 else text.rjust(w) for i, (text, w) in
+                       enumerate(zip(row, widths, strict=True))) for row in [header, *rows]]
+    return "\n".join(lines), {c: totals[c] for c in COUNTS}
+
+
+def schedule(rounds: int, rng: random.Random, kinds: tuple[str, ...]) -> list[str]:
+    """The kind of each round: seeded shuffles of ``kinds``, one after another."""
+    order: list[str] = []
+    while len(order) < rounds:
+        batch = list(kinds)
+        rng.shuffle(batch)
+        order += batch
+    return order[:rounds]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10, help="rounds, one fault each (default 10)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the faults' schedule (default 0)")
+    parser.add_argument("--work", default=None, help="working folder (default: a new temporary one)")
+    parser.add_argument("--iterations", type=int, default=60, help="iterations of every cell (default 60)")
+    parser.add_argument("--seeds", type=int, default=2, help="seeds per (problem, algorithm) (default 2)")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="kinds of fault, comma-separated")
+    parser.add_argument("--hang-s", type=float, default=120.0, help="a driver still running this long "
+                        "after a fault that stops it hangs (default 120)")
+    parser.add_argument("--stray-wait-s", type=float, default=20.0,
+                        help="seconds after a driver's end at which its processes must be gone")
+    parser.add_argument("--report", default=None, help="write every round's record as JSON here")
+    parser.add_argument("--keep", action="store_true", help="keep the working folder")
+    args = parser.parse_args(argv)
+    kinds = tuple(k for k in args.kinds.split(",") if k)
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds or args.rounds < 1:
+        parser.error(f"unknown kinds {unknown}; valid: {', '.join(KINDS)}" if unknown or not kinds
+                     else "--rounds must be >= 1")
+    args.kinds = kinds
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    rng = random.Random(args.seed)
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="varbo-chaos-"))
+    work.mkdir(parents=True, exist_ok=True)
+    grid_file = work / f"{GRID_NAME}.toml"
+    grid_file.write_text(grid_text(args.seeds, args.iterations))
+    print(f"chaos: {args.rounds} rounds, seed {args.seed}, in {work}", flush=True)
+    try:
+        setup = reference_setup(work, grid_file, args.hang_s, args.stray_wait_s)
+    except ReferenceRunError as error:
+        print(f"chaos: {error}", file=sys.stderr)
+        return 2
+    for number, kind in enumerate(schedule(args.rounds, rng, args.kinds), start=1):
+        # a generator per round: the timing-dependent draws of one round (which file, which worker)
+        # do not move the next rounds' copies and moments
+        record = play_round(setup, number, kind, random.Random(args.seed * 100_003 + number), work)
+        setup.rounds.append(record)
+        print(round_line(record), flush=True)
+    text, totals = table(setup.rounds)
+    print(text)
+    bad = {name: totals[name] for name in MUST_BE_ZERO if totals[name]}
+    if args.report:
+        Path(args.report).write_text(json.dumps({"seed": args.seed, "rounds": setup.rounds,
+                                                 "totals": totals, "bad": bad}, indent=1, default=str))
+    remove = not (args.keep or bad or args.work)
+    print(f"chaos: {'FAILED: ' + ', '.join(f'{k} {v}' for k, v in bad.items()) if bad else 'all clear'}"
+          f" ({work}{' removed' if remove else ''})")
+    if remove:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
