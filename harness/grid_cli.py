@@ -538,12 +538,17 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
         interrupts.report("interrupted: the same command resumes", sys.stdout)
         return EXIT_TERMINATED if outcome.terminated else EXIT_INTERRUPTED
     # the exit code counts what happened as well as what is on disk: a cell that failed here but
-    # whose failure record could not be written (a read-only folder) is on disk as merely missing
+    # whose failure record could not be written (a read-only folder) is on disk as merely missing,
+    # and a cell done before the run whose file was damaged during it is missing now
     unaccounted = [c for c in to_run if states[c] not in ("done", "failed")]
-    if failed or unaccounted or (to_run and outcome.failed):
+    lost = [c for c in cells if states[c] == "missing" and c not in set(to_run)]
+    if failed or unaccounted or lost or (to_run and outcome.failed):
         if unaccounted:
             print(f"{len(unaccounted)} cell(s) of this run are neither written nor recorded as failed "
                   f"(their files could not be written?); the same command reruns them")
+        if lost:
+            print(f"{len(lost)} cell(s) done before this run are missing now (a file removed or damaged "
+                  f"during the run); the same command reruns them")
         if failed:
             print(f"failed cells: python -m harness.status {out} (details in {out / '_failed'})")
         return EXIT_FAILED

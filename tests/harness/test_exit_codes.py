@@ -32,6 +32,34 @@ def test_a_cell_that_failed_without_a_record_makes_exit_1(no_ray, monkeypatch: p
     assert "1 cell(s) of this run are neither written nor recorded as failed" in out
 
 
+def test_a_cell_done_before_the_run_and_damaged_during_it_makes_exit_1(
+        no_ray, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys) -> None:
+    """Found by benchmarks/chaos.py: a finished cell's file truncated while the grid ran its other
+    cells; the driver said "1 missing" and exited 0."""
+    from harness.cell import run_cell
+    from harness.grid import resolve_grid, select
+    from harness.results import cell_path
+    from harness.store import write_cell
+
+    done, to_run = select(list(resolve_grid("smoke").cells), "branin-1-1-discrete/random/seed[01] T=*")
+    write_cell(tmp_path, done, run_cell(done))
+
+    def run_and_damage(cells, out, *args, **kwargs) -> Outcome:
+        spec, = cells
+        write_cell(out, spec, run_cell(spec))
+        path = cell_path(out, done)
+        path.write_bytes(path.read_bytes()[:100])  # the other cell's file, damaged meanwhile
+        return Outcome(done=[spec])
+
+    monkeypatch.setattr(ray_runner, "run_cells", run_and_damage)
+    code = main(["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed[01] T=*", "--out",
+                 str(tmp_path), "--no-progress"])
+    out = capsys.readouterr().out
+    assert "1 done, 1 missing" in out and code == 1, out
+    assert "1 cell(s) done before this run are missing now" in out
+    assert to_run.seed == 1
+
+
 def test_a_run_that_writes_nothing_and_reports_nothing_is_not_a_success(
         no_ray, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys) -> None:
     monkeypatch.setattr(ray_runner, "run_cells", lambda cells, out, *a, **k: Outcome())
