@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import ClassVar
 
 from algorithms import ALGORITHMS
 from problems import PROBLEMS
@@ -40,32 +41,31 @@ ENTRY_POINTS = "varbo.studies"
 
 
 @dataclass(frozen=True)
-class Beats:
-    """Sub-claims "``a`` has a lower log10 regret than ``b``", one per problem."""
+class PairComparison:
+    """Sub-claims comparing algorithm ``a`` with algorithm ``b``, one per problem of ``problems``;
+    ``kind`` names the test (a subclass's)."""
 
     problems: tuple[str, ...]
     a: str
     b: str
+    kind: ClassVar[str] = ""
+
+
+class Beats(PairComparison):
+    """Sub-claims "``a`` has a lower log10 regret than ``b``", one per problem."""
+
     kind = "beats"
 
 
-@dataclass(frozen=True)
-class OnPar:
+class OnPar(PairComparison):
     """Sub-claims "``a`` and ``b`` reach log10 regrets within the margin of each other"."""
 
-    problems: tuple[str, ...]
-    a: str
-    b: str
     kind = "on_par"
 
 
-@dataclass(frozen=True)
-class SameQueries:
+class SameQueries(PairComparison):
     """Sub-claims "``a`` at alpha below the smallest mass queries exactly ``b``'s (x, z)"."""
 
-    problems: tuple[str, ...]
-    a: str
-    b: str
     kind = "same_queries"
 
 
@@ -74,7 +74,7 @@ class Cheaper:
     """Sub-claims "``a``'s median per-iteration acquisition time is lower than ``b``'s".
 
     ``problems`` empty: every problem where ``b`` ran. ``a`` may name several algorithms: each that
-    ran on a problem is compared there (the first where none did, to say what is missing)."""
+    ran on a problem is compared there (the last where none did, to say what is missing)."""
 
     problems: tuple[str, ...]
     a: tuple[str, ...]
