@@ -73,7 +73,7 @@ html_title = f"varbo-bench {release}"
 html_static_path = ["_static"]
 html_css_files = ["varbo.css"]
 html_theme_options = {
-    "navbar_end": ["version-switcher-placeholder", "theme-switcher", "navbar-icon-links"],
+    "navbar_end": ["version-label", "theme-switcher", "navbar-icon-links"],
     "navbar_center": ["navbar-nav"],
     "secondary_sidebar_items": ["page-toc"],
     "show_toc_level": 2,

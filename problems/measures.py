@@ -21,6 +21,7 @@ Algorithms declare which measures they optimize by name (``Algorithm.risks``); t
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar, Protocol
 
@@ -47,7 +48,7 @@ class Problem(Protocol):
 Optimum = object
 
 
-class RiskMeasure:
+class RiskMeasure(ABC):
     """One risk measure of f(x, Z), to be maximized over x. Subclasses set the class attributes and
     implement :meth:`of_distribution` and :meth:`of_problem`."""
 
@@ -62,15 +63,15 @@ class RiskMeasure:
     #: A cell can be asked to optimize it (``--risk``); the worst case is StableOpt's target only.
     selectable: ClassVar[bool] = True
 
+    @abstractmethod
     def of_distribution(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
         """The measure of the distribution taking ``values[..., i]`` with probability
         ``masses[..., i]``: ``batch x n`` (masses ``n`` or ``batch x n``) -> ``batch``; exact."""
-        raise NotImplementedError
 
+    @abstractmethod
     def of_problem(self, problem: Problem, x: Tensor, alpha: float | None = None) -> Tensor:
         """The true measure of f(x, Z) on ``problem`` (alpha defaults to the problem's):
         ``batch x d_x`` -> ``batch``."""
-        raise NotImplementedError
 
     def objective(self, problem: Problem, alpha: float) -> Callable[[Tensor], Tensor]:
         """The function of x the certified search of this measure's optimum maximizes."""

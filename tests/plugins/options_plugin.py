@@ -25,6 +25,7 @@ class Listed(Algorithm):
         super().__init__(problem, seed_root)
         self.weights, self.steps, self.share = tuple(weights), steps, share
 
+    # only its declared options are under test (validation, --describe): it is built, never run
     def propose(self, model, t: int) -> Proposal:
         raise NotImplementedError
 
