@@ -101,9 +101,11 @@ class BOLoop:
     def state_dict(self) -> dict:
         """Everything the loop carries (tensors and plain data only): ``train_X``, ``train_Y``,
         ``model`` (its state dict, or None), ``fit_rng`` (the stream's state) and ``algorithm``
-        (:meth:`Algorithm.state_dict`). The callers store these keys beside their own."""
+        (:meth:`Algorithm.state_dict`), and ``model_targets`` (the model's standardized targets, see
+        :meth:`load_state_dict`). The callers store these keys beside their own."""
         return {"train_X": self.train_X, "train_Y": self.train_Y,
                 "model": None if self.model is None else self.model.state_dict(),
+                "model_targets": None if self.model is None else self.model.train_targets.clone(),
                 "fit_rng": self.fit_rng.get_state(), "algorithm": self.algorithm.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
@@ -116,6 +118,12 @@ class BOLoop:
             with default_float64():
                 model = make_gp(self.train_X, self.train_Y, self.profile)
                 model.load_state_dict(state["model"])
+                if state.get("model_targets") is not None:
+                    # BoTorch's load_state_dict un- and re-standardizes the targets (keep_transforms),
+                    # a round trip that moves them by an ulp: a model fit at the saved iteration never
+                    # made it, so the stored targets are put back exactly (checkpoints written before
+                    # this key existed keep the round trip)
+                    model.set_train_data(targets=state["model_targets"], strict=True)
                 self.model = model.eval().requires_grad_(False)
         self.fit_rng.set_state(state["fit_rng"])
         self.algorithm.load_state_dict(state["algorithm"])
