@@ -39,15 +39,22 @@ from harness.results import (
 )
 from harness.spec import CellResult, CellSpec
 
+#: The folder of the distributions Ray vendors (see :func:`installed_distributions`).
+_VENDORED = "thirdparty_files"
+
 
 def installed_distributions() -> list[str]:
     """Every distribution installed in this environment as ``name==version`` lines, sorted by
     normalized name, this project itself left out (it is the code, recorded by its commit). The
-    lines of a pip constraints file: ``pip install -c FILE -e .`` rebuilds the environment."""
+    lines of a pip constraints file: ``pip install -c FILE -e .`` rebuilds the environment.
+
+    The distributions Ray vendors (``ray/thirdparty_files``, on ``sys.path`` in its workers and once
+    Ray is started) are left out too: they come with Ray's pinned version, and counting them made a
+    worker's list two longer than its driver's, so the digest a cell recorded was not its pins'."""
     pins: dict[str, str] = {}
     for dist in importlib_metadata.distributions():
         name = dist.metadata["Name"]
-        if not name:
+        if not name or _VENDORED in Path(str(dist.locate_file(""))).parts:
             continue
         key = name.lower().replace("_", "-").replace(".", "-")
         if key != "varbo-bench":

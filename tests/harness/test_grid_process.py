@@ -40,8 +40,9 @@ def test_smoke_grid_end_to_end(tmp_path: Path) -> None:
     frame = read_results(out)
     assert len(frame) == sum(c.iterations + 1 for c in cells)
     assert frame.groupby(["problem", "algorithm", "risk", "seed"]).size().eq(cells[0].iterations + 1).all()
-    assert set(frame["risk"]) == {"var", "cvar"}
+    assert set(frame["risk"]) == {"var", "cvar", "mean"}
     assert frame.loc[frame["risk"] == "cvar", "cvar_rec"].notna().all()
+    assert frame.loc[frame["risk"] == "mean", "mean_rec"].notna().all()
     # one cell, recomputed here: the same rows
     spec = next(c for c in cells if c.problem == "hartmann-2-1-discrete" and c.algorithm == "vucb-unif")
     stored = [{k: v for k, v in r.items() if k not in TIMINGS}
@@ -52,12 +53,14 @@ def test_smoke_grid_end_to_end(tmp_path: Path) -> None:
                             text=True)
     assert status.returncode == 0
     assert f"total: {len(cells)} done, 0 missing, 0 failed" in status.stdout
-    # ... and through the report: every problem has a CVaR series in its tables, and the CVaR figures
+    # ... and through the report: every problem has a CVaR series in its tables (and a mean series where
+    # the grid has one), and the CVaR figures
     report = subprocess.run([sys.executable, "-m", "analysis.report", str(out), "--out",
                              str(tmp_path / "report")], capture_output=True, text=True, timeout=600)
     assert report.returncode == 0, report.stderr[-2000:]
     final = pd.read_csv(tmp_path / "report" / "final_table.csv")
     assert set(final.loc[final["target"] == "cvar", "problem"]) == {c.problem for c in cells}
+    assert set(final.loc[final["target"] == "mean", "problem"]) == {c.problem for c in cells if c.risk == "mean"}
     for stem in ("fig_cvar_discrete", "fig_cvar_continuous", "fig_cvar_simulated"):
         assert (tmp_path / "report" / f"{stem}.png").stat().st_size > 1000
 

@@ -175,3 +175,17 @@ def test_the_published_cells_rerun_identically_here() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert "summary: all" in done.stdout and "cells identical" in done.stdout
+
+
+def test_the_distributions_ray_vendors_leave_the_environment_list_alone(monkeypatch) -> None:
+    """Ray puts its vendored distributions (``ray/thirdparty_files``) on ``sys.path`` once imported
+    and in its workers; the list (and so the digest a cell records) must be the pins' with or without
+    them (a worker's was two longer: colorama and psutil)."""
+    import importlib.util
+
+    vendored = str(Path(importlib.util.find_spec("ray").origin).parent / "thirdparty_files")
+    assert any(Path(vendored).glob("*.dist-info")), "this Ray vendors no distribution: nothing to test"
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != vendored])
+    without = installed_distributions()
+    monkeypatch.setattr(sys, "path", [vendored, *sys.path])
+    assert installed_distributions() == without
