@@ -27,7 +27,7 @@ from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
 from algorithms.gp import PosteriorMarginals
-from algorithms.vucb_common import RECOMMEND_GRID
+from algorithms.recommend import RECOMMEND_GRID
 from problems import DiscreteZ, TruncatedNormalZ
 from problems.risk import weighted_var
 

@@ -27,6 +27,7 @@ import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
+from algorithms.recommend import risk_of_mean
 from problems import Problem
 from problems.checks import positive_float, positive_int
 from problems.measures import RISKS
@@ -143,9 +144,16 @@ class Algorithm(ABC):
     def propose(self, model: SingleTaskGP, t: int) -> Proposal:
         """The query of iteration ``t`` (1-based) given the model of the data up to t - 1."""
 
-    @abstractmethod
     def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
-        """The recommended x given the model and the ``n x (d_x + d_z)`` queries so far."""
+        """The recommended x given the model and the ``n x (d_x + d_z)`` queries so far: by default
+        the shared rule, the observed x whose
+        model mean has the best exact value of the cell's risk measure (:mod:`algorithms.recommend`),
+        that value as ``var_mean_rec``. An algorithm with a rule of its own overrides this and says
+        so in its docstring."""
+        xs = self.observed_x(train_X)
+        values = risk_of_mean(self.problem, model, xs, self.risk)
+        i = int(values.argmax())
+        return Recommendation(xs[i].clone(), {"var_mean_rec": float(values[i])})
 
     def acquisition_function(self, model: SingleTaskGP, t: int) -> Callable[[Tensor], Tensor] | None:
         """The function the inner search of iteration ``t`` maximizes, built once (its per-iteration

@@ -39,7 +39,14 @@ What this class adds, and why:
   before BoTorch's measure takes the N values. The query's z: the optimizer moves w in the
   support's box; the support point with the largest one-shot value (x_t and the fantasy solutions
   held, all support points at once) is the query.
-* **The recommendation's w set**: ``n_w_rec`` draws the same way (the tutorial's 128 Sobol w).
+* **The recommendation: the shared rule by default** (``recommendation = "observed"``): the observed
+  x whose posterior mean has the best exact value of the risk measure over Z
+  (:meth:`Algorithm.recommend`), as every other method recommends, so that
+  the tables compare the searches and not two ways of reading the model. ``recommendation =
+  "tutorial"`` keeps the tutorial's rule: ``qSimpleRegret`` over all x (never-queried points
+  included) on an ``n_w_rec``-draw w set drawn as the acquisition's (the tutorial's 128 Sobol w);
+  its estimate of the measure carries that sample's error, which tilts a VaR or CVaR table for or
+  against the method.
 * **Seeds.** Every sampler is seeded from the run's names, and ``optimize_acqf``'s random starts
   come from torch's global generator, seeded from the run's names inside ``fork_rng``.
 """
@@ -70,6 +77,8 @@ from problems import DiscreteZ, Problem
 from problems.seeding import derive_seed
 
 LEVELS = ("matched", "naive")
+#: The recommendation rules: the shared one (observed x, exact measure) and the tutorial's.
+RECOMMENDATIONS = ("observed", "tutorial")
 
 
 #: BoTorch's risk measure for each of ours it optimizes (what the class declares it optimizes).
@@ -161,7 +170,12 @@ class BotorchRisk(Algorithm):
                "convention reads.", choices=LEVELS),
         Option("n_w", int, 50, "draws of Z in the acquisition's w set, fresh each iteration (Sobol for a "
                "continuous Z, systematic from the masses for a discrete one).", low=1),
-        Option("n_w_rec", int, 200, "draws of Z in the recommendation's w set.", low=1),
+        Option("n_w_rec", int, 200, "draws of Z in the recommendation's w set (``recommendation = "
+               "\"tutorial\"``).", low=1),
+        Option("recommendation", str, "observed", "``\"observed\"``, the shared rule (the observed x "
+               "whose posterior mean has the best exact risk measure over Z); ``\"tutorial\"``, BoTorch's "
+               "tutorial's (``qSimpleRegret`` over all x on a w set of ``n_w_rec`` draws).",
+               choices=RECOMMENDATIONS),
     )
 
     @classmethod
@@ -180,7 +194,8 @@ class BotorchRisk(Algorithm):
 
     def __init__(self, problem: Problem, seed_root: int, risk: str = "var", num_fantasies: int = 16,
                  num_restarts: int = 10, raw_samples: int = 128, inner_samples: int = 128,
-                 maxiter: int = 200, level: str = "matched", n_w: int = 50, n_w_rec: int = 200) -> None:
+                 maxiter: int = 200, level: str = "matched", n_w: int = 50, n_w_rec: int = 200,
+                 recommendation: str = "observed") -> None:
         super().__init__(problem, seed_root, risk=risk)
         for key, value in (("num_fantasies", num_fantasies), ("num_restarts", num_restarts),
                            ("raw_samples", raw_samples), ("inner_samples", inner_samples),
@@ -188,6 +203,10 @@ class BotorchRisk(Algorithm):
             positive_int(self.name, key, value)
         if level not in LEVELS:
             raise ValueError(f"{self.name}: level must be one of {', '.join(LEVELS)}, got {level!r}")
+        if recommendation not in RECOMMENDATIONS:
+            raise ValueError(f"{self.name}: recommendation must be one of {', '.join(RECOMMENDATIONS)}, "
+                             f"got {recommendation!r}")
+        self.recommendation = recommendation
         self.num_fantasies, self.num_restarts = num_fantasies, num_restarts
         self.raw_samples, self.inner_samples = raw_samples, inner_samples
         self.level, self.n_w, self.n_w_rec, self.maxiter = level, n_w, n_w_rec, maxiter
@@ -260,8 +279,11 @@ class BotorchRisk(Algorithm):
         return self._knowledge_gradient(model, t)
 
     def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
-        """The tutorial's: argmax over x of the posterior expectation of the risk measure
+        """The shared rule (:meth:`Algorithm.recommend`), or with ``recommendation = "tutorial"`` the
+        tutorial's: argmax over x of the posterior expectation of the risk measure
         (``qSimpleRegret`` with it as objective) over the recommendation's w set."""
+        if self.recommendation == "observed":
+            return super().recommend(model, train_X)
         t = train_X.shape[0]  # the iteration's own streams: the data size names it
         w, counts = self.w_set(t, self.n_w_rec, "recommendation")
         acquisition = qSimpleRegret(with_w_set(model, w), sampler=self._sampler(self.inner_samples, t, "rec"),

@@ -37,7 +37,7 @@ import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
-from algorithms.base import Algorithm, Proposal, Recommendation, positive_int
+from algorithms.base import Algorithm, Proposal, positive_int
 from algorithms.cost import ProblemSize
 from algorithms.gp import PosteriorMarginals
 from algorithms.options import Option
@@ -49,7 +49,6 @@ from algorithms.vucb_common import (
     check_search_options,
     lacing_values,
     pick_lacing_value,
-    recommend_by_mean_var,
     search_options,
     search_seconds,
 )
@@ -195,5 +194,3 @@ class CVUCB(Algorithm):
         return cvar_upper_function(PosteriorMarginals(model), points, masses, self.problem.alpha,
                                    self.beta(t))
 
-    def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
-        return recommend_by_mean_var(self.problem, model, self.observed_x(train_X), "cvar")

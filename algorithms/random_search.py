@@ -12,12 +12,10 @@ from typing import ClassVar
 
 import torch
 from botorch.models import SingleTaskGP
-from torch import Tensor
 
-from algorithms.base import Algorithm, Proposal, Recommendation
+from algorithms.base import Algorithm, Proposal
 from algorithms.cost import ProblemSize
 from algorithms.options import Option
-from algorithms.vucb_common import recommend_by_mean_var
 
 
 class RandomSearch(Algorithm):
@@ -45,5 +43,3 @@ class RandomSearch(Algorithm):
         z = self.problem.z.sample(1, self.rng)[0]
         return Proposal(x, z, {})
 
-    def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
-        return recommend_by_mean_var(self.problem, model, self.observed_x(train_X), self.risk)

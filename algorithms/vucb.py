@@ -22,7 +22,7 @@ from typing import ClassVar
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
-from algorithms.base import Algorithm, Proposal, Recommendation
+from algorithms.base import Algorithm, Proposal
 from algorithms.cost import ProblemSize
 from algorithms.gp import PosteriorMarginals
 from algorithms.lnso import LNSOSettings
@@ -33,7 +33,6 @@ from algorithms.vucb_common import (
     check_search_options,
     discrete_step,
     pick_lacing_value,
-    recommend_by_mean_var,
     require_discrete,
     search_options,
     search_seconds,
@@ -128,9 +127,6 @@ class VUCB(Algorithm):
     def propose_continuous(self, model: SingleTaskGP, t: int) -> Proposal:
         """x_t by LNSO, z_t by the lacing-value search (:mod:`algorithms.vucb_continuous`)."""
         return continuous_step(self, model, t)
-
-    def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
-        return recommend_by_mean_var(self.problem, model, self.observed_x(train_X))
 
 
 class VUCBUnif(VUCB):

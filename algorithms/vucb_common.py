@@ -16,12 +16,11 @@ import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
-from algorithms.base import Recommendation, positive_float, positive_int
+from algorithms.base import positive_float, positive_int
 from algorithms.gp import PosteriorMarginals, beta_paper
 from algorithms.options import Option
 from algorithms.search import maximize_x
 from problems import DiscreteZ, Problem
-from problems.measures import risk_measure
 from problems.risk import weighted_var
 
 #: Relative tolerance under which two masses count as tied for V-UCB Prob (then chosen at random).
@@ -171,28 +170,3 @@ def pick_lacing_value(mask: Tensor, preference: Tensor | None, rng: torch.Genera
     pick = torch.randint(candidates.numel(), (1,), generator=rng)
     return int(candidates[pick])
 
-
-
-#: Equal-mass grid per axis on which VaR_alpha(mu(x, Z)) is taken for the recommendation under a
-#: continuous Z (quantile level within 1 / n per axis), by d_z.
-RECOMMEND_GRID = {1: 512, 2: 32}
-
-def recommend_by_mean_var(problem: Problem, model: SingleTaskGP, xs: Tensor,
-                          risk: str = "var") -> Recommendation:
-    """argmax over ``xs`` (``k x d_x``) of VaR_alpha(mu_{t-1}(x, Z)), the paper's experiments' rule;
-    with ``risk="cvar"`` of CVaR_alpha(mu_{t-1}(x, Z)), CV-UCB's (Nguyen et al., 2021b). The
-    estimate at the recommendation is the info's ``var_mean_rec`` either way (the row's column of
-    the model's estimate of the cell's risk measure).
-
-    A continuous Z is replaced by its equal-mass grid (:data:`RECOMMEND_GRID`).
-    """
-    if isinstance(problem.z, DiscreteZ):
-        z = problem.z
-    else:
-        z = problem.z.equal_mass_grid(RECOMMEND_GRID.get(problem.d_z, 10))  # 10^d_z beyond d_z = 2
-    measure = risk_measure(risk)
-    with torch.no_grad():
-        mean, _ = PosteriorMarginals(model).grid(xs, z.points)
-        values = measure.of_distribution(mean, z.masses, problem.alpha)
-    i = int(values.argmax())
-    return Recommendation(xs[i].clone(), {"var_mean_rec": float(values[i])})

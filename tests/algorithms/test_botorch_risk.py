@@ -113,3 +113,31 @@ def test_options_are_checked() -> None:
         BotorchRisk(problem, 0, level="tutorial")
     with pytest.raises(ValueError, match="n_w"):
         BotorchRisk(problem, 0, n_w=0)
+
+
+@pytest.mark.parametrize("risk", ["var", "cvar", "mean"])
+def test_the_default_recommendation_is_the_shared_rule_among_the_observed_x(risk: str) -> None:
+    """By default botorch-risk recommends as every other method: the observed x whose posterior
+    mean has the best exact risk measure over Z, here found by brute force from the definitions;
+    the tutorial's rule (an option) optimizes over all x and may pick one never queried."""
+    problem = build_problem("hartmann-1-2-discrete", with_optimum=False)
+    g = torch.Generator().manual_seed(4)
+    X = torch.rand(12, problem.d_x + problem.d_z, generator=g, dtype=torch.float64)
+    model, _ = fit_gp(X, torch.cos(3 * X).sum(-1, keepdim=True), None, refit=True, generator=g)
+    masses, alpha = problem.z.masses.numpy(), problem.alpha
+    values = []
+    for x in X[:, : problem.d_x]:
+        grid = torch.cat([x.expand(len(masses), -1), problem.z.points], dim=-1)
+        with torch.no_grad():
+            mean = model.posterior(grid).mean.squeeze(-1).numpy()
+        values.append({"var": var_np(mean, masses, alpha), "cvar": cvar_np(mean, masses, alpha),
+                       "mean": float(mean @ masses)}[risk])
+    best = int(np.argmax(values))
+    got = BotorchRisk(problem, 3, risk=risk).recommend(model, X)
+    assert torch.equal(got.x, X[best, : problem.d_x])
+    assert got.info["var_mean_rec"] == pytest.approx(values[best], abs=1e-6)
+    small = {"num_restarts": 2, "raw_samples": 16, "inner_samples": 16, "n_w_rec": 20}
+    tutorial = BotorchRisk(problem, 3, risk=risk, recommendation="tutorial", **small).recommend(model, X)
+    assert tutorial.x.shape == (problem.d_x,)
+    with pytest.raises(ValueError, match="recommendation"):
+        BotorchRisk(problem, 0, recommendation="best")
