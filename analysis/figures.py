@@ -361,19 +361,21 @@ PANEL_SIZE_IN = (5.2, 3.9)
 def _regret_figure(keys: list[tuple[str, float, str] | None], titles: list[str], shape: tuple[int, int],
                    bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle], show_alpha: bool,
                    ylabels: list[str | None], title: str, show_floor: bool = True,
-                   expected: tuple[str, ...] = ()):
+                   expected: list[tuple[str, ...]] | None = None):
     """A figure of regret panels (``None`` keys are drawn "not run" with their title) with one
-    legend and key table for all of them; each panel names the ``expected`` algorithms it lacks."""
+    legend and key table for all of them; each panel names the algorithms of its entry of
+    ``expected`` (one per key) that it lacks."""
     rows, cols = shape
     width, height = max(7.0, PANEL_SIZE_IN[0] * cols), PANEL_SIZE_IN[1] * rows + 0.4
     fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
     lines: dict[tuple[str, str, int | None], object] = {}
-    for ax, key, name, ylabel in zip(axes.flat, keys, titles, ylabels, strict=False):
+    expected = expected if expected is not None else [()] * len(keys)
+    for ax, key, name, ylabel, wanted in zip(axes.flat, keys, titles, ylabels, expected, strict=False):
         if key is None:
             _empty_panel(ax, name)
         else:
             lines.update(_draw_panel(ax, bands, *key, styles, show_alpha=show_alpha, ylabel=ylabel,
-                                     show_floor=show_floor, expected=expected))
+                                     show_floor=show_floor, expected=wanted))
     for ax in list(axes.flat)[len(keys):]:
         ax.set_visible(False)
     handles, labels, key_lines = _legend_entries(lines, styles)
@@ -392,12 +394,14 @@ def figure_title(spec: Figure, algorithms: list[str]) -> str:
 
 def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle],
                    out: Path, best_found: frozenset[tuple[str, float, str]] = frozenset(),
-                   figures: tuple[Figure, ...] = ()) -> list[tuple[str, str, dict[str, Path]]]:
+                   figures: tuple[Figure, ...] = (), planned: frozenset[tuple[str, str]] | None = None,
+                   ) -> list[tuple[str, str, dict[str, Path]]]:
     """Draw every figure of the study (``figures``) and "other"; returns (name, title, paths) of each.
     A figure with ``always`` is drawn even without results (its panels say "not run"), the others
-    and "other" only when they have panels; a panel names the figure's series it lacks. Panels
-    whose (problem, alpha, target) is in ``best_found`` have their regret against the best value
-    found, and say so."""
+    and "other" only when they have panels; a panel names the figure's series it lacks: those the
+    folder's grid plans on its problem (``planned``, (problem, algorithm) pairs), or every series of
+    the figure when no grid is recorded (None). Panels whose (problem, alpha, target) is in
+    ``best_found`` have their regret against the best value found, and say so."""
     drawn = []
     for spec in figures:
         mine = panels.loc[panels["figure"] == spec.name]
@@ -412,8 +416,10 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, styles: dict[tuple
         shown = bands.loc[bands["figure"] == spec.name, "algorithm"].unique().tolist() \
             if "figure" in bands else []
         title = figure_title(spec, shown)
+        expected = [tuple(a for a in spec.series if planned is None or (problem, a) in planned)
+                    for problem in spec.problems]
         fig = _regret_figure(keys, list(spec.problems), spec.shape, bands, styles,
-                             spec.target == WORST_CASE.name, ylabels, title, expected=spec.series)
+                             spec.target == WORST_CASE.name, ylabels, title, expected=expected)
         drawn.append((spec.name, title, _save(fig, out, spec.name)))
     other = panels.loc[panels["figure"] == OTHER].sort_values("position")
     if not other.empty:

@@ -226,6 +226,16 @@ def results_study(results: Path) -> Study:
     return (study_of_grid(grid["grid"]) if grid.get("grid") else None) or NO_STUDY
 
 
+def planned_series(grid: dict) -> frozenset[tuple[str, str]] | None:
+    """The (problem, algorithm) pairs of the cells of a grid record (:func:`read_grid_record`), None
+    without one (or with a damaged one): what a figure's panel may say it lacks."""
+    cells = grid.get("cells")
+    if not isinstance(cells, list):
+        return None
+    return frozenset((c["problem"], c["algorithm"]) for c in cells
+                     if isinstance(c, dict) and "problem" in c and "algorithm" in c)
+
+
 def read_grid_record(results: Path) -> dict:
     """The folder's ``_grid.json`` (its grid's name and cells), {} when missing, unreadable or not a
     record (a damaged one is named by the report's provenance, not here)."""
@@ -275,7 +285,8 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     styles = series_styles(list(zip(frame["algorithm"], frame["options"], strict=True)), study.colours)
     unknown = frame.loc[frame["regret_basis"] == BEST_FOUND]
     best_found = frozenset(unknown[["problem", "alpha", "target"]].itertuples(index=False, name=None))
-    figures = regret_figures(bands, panels, styles, out, best_found, study.figures)
+    figures = regret_figures(bands, panels, styles, out, best_found, study.figures,
+                             planned_series(read_grid_record(results)))
     if not unknown.empty:  # their true values, which do not depend on what else is in the folder
         values = unknown.assign(achieved=achieved(unknown))
         figures.append(value_figure(band_table(values, value="achieved"), styles, out))

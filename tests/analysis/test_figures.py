@@ -226,3 +226,35 @@ def test_a_panel_names_the_series_it_lacks_and_each_series_seeds_where_they_diff
                                show_alpha=False)
     assert "(n=3)" in ax.get_title() and "missing" not in ax.get_title()
     plt.close(fig)
+
+
+def test_a_panel_lacks_only_what_the_folders_grid_planned_there(tmp_path: Path, monkeypatch) -> None:
+    """Figure 5's series are V-UCB Unif, V-UCB Prob and rho-KG^apx, but the paper grid runs V-UCB Unif
+    on robot pushing only: the portfolio panel must not call it missing when the grid never planned
+    it, and must when there is no grid record (every series of the figure is then expected)."""
+    from analysis.report import planned_series
+
+    spec = next(s for s in FIGURES if s.name == "fig5_simulated")
+    series = [("vucb-prob", "{}"), ("rhokg-apx", "{}")]
+    bands = _series_bands(spec.problems, "var", 0.1, series, 5)
+    panels = assign_figures(bands, FIGURES)
+    bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
+    styles = series_styles(series, STUDY.colours)
+    grid = {"cells": [{"problem": p, "algorithm": a} for p in spec.problems for a, _ in series]
+            + [{"problem": "robot-push-3-2", "algorithm": "vucb-unif"}]}
+    titles: dict[str, list[str]] = {}
+    save = figures_module._save
+
+    def keep_titles(fig, out: Path, name: str) -> dict[str, Path]:
+        titles[out.name] = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+        return save(fig, out, name)
+
+    monkeypatch.setattr(figures_module, "_save", keep_titles)
+    for planned, folder in ((planned_series(grid), "grid"), (None, "none")):
+        (tmp_path / folder).mkdir()
+        regret_figures(bands, panels, styles, tmp_path / folder, figures=(spec,), planned=planned)
+    for folder, portfolio_lacks in (("grid", False), ("none", True)):
+        portfolio, robot = (next(t for t in titles[folder] if t.startswith(p)) for p in spec.problems)
+        assert ("missing: vucb-unif" in portfolio) == portfolio_lacks, (folder, portfolio)
+        assert "missing: vucb-unif" in robot, (folder, robot)
+    assert planned_series({}) is None and planned_series({"cells": "damaged"}) is None
