@@ -328,9 +328,9 @@ def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str
     return lines
 
 
-def _empty_panel(ax, problem: str) -> None:
+def _empty_panel(ax, problem: str, text: str = "not run") -> None:
     ax.set_title(problem, fontsize=9)
-    ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes, color="grey")
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="grey")
     ax.set_xticks([])
     ax.set_yticks([])
 
@@ -361,18 +361,20 @@ PANEL_SIZE_IN = (5.2, 3.9)
 def _regret_figure(keys: list[tuple[str, float, str] | None], titles: list[str], shape: tuple[int, int],
                    bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle], show_alpha: bool,
                    ylabels: list[str | None], title: str, show_floor: bool = True,
-                   expected: list[tuple[str, ...]] | None = None):
-    """A figure of regret panels (``None`` keys are drawn "not run" with their title) with one
-    legend and key table for all of them; each panel names the algorithms of its entry of
-    ``expected`` (one per key) that it lacks."""
+                   expected: list[tuple[str, ...]] | None = None, empty: list[str] | None = None):
+    """A figure of regret panels (``None`` keys are drawn with their title and their entry of
+    ``empty``, default "not run") with one legend and key table for all of them; each panel names
+    the algorithms of its entry of ``expected`` (one per key) that it lacks."""
     rows, cols = shape
     width, height = max(7.0, PANEL_SIZE_IN[0] * cols), PANEL_SIZE_IN[1] * rows + 0.4
     fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
     lines: dict[tuple[str, str, int | None], object] = {}
     expected = expected if expected is not None else [()] * len(keys)
-    for ax, key, name, ylabel, wanted in zip(axes.flat, keys, titles, ylabels, expected, strict=False):
+    empty = empty if empty is not None else ["not run"] * len(keys)
+    for ax, key, name, ylabel, wanted, text in zip(axes.flat, keys, titles, ylabels, expected, empty,
+                                                   strict=False):
         if key is None:
-            _empty_panel(ax, name)
+            _empty_panel(ax, name, text)
         else:
             lines.update(_draw_panel(ax, bands, *key, styles, show_alpha=show_alpha, ylabel=ylabel,
                                      show_floor=show_floor, expected=wanted))
@@ -394,18 +396,23 @@ def figure_title(spec: Figure, algorithms: list[str]) -> str:
 
 def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle],
                    out: Path, best_found: frozenset[tuple[str, float, str]] = frozenset(),
-                   figures: tuple[Figure, ...] = (), planned: frozenset[tuple[str, str]] | None = None,
+                   figures: tuple[Figure, ...] = (), planned: frozenset[tuple[str, str, str]] | None = None,
                    ) -> list[tuple[str, str, dict[str, Path]]]:
     """Draw every figure of the study (``figures``) and "other"; returns (name, title, paths) of each.
     A figure with ``always`` is drawn even without results (its panels say "not run"), the others
     and "other" only when they have panels; a panel names the figure's series it lacks: those the
-    folder's grid plans on its problem (``planned``, (problem, algorithm) pairs), or every series of
-    the figure when no grid is recorded (None). Panels whose (problem, alpha, target) is in
-    ``best_found`` have their regret against the best value found, and say so."""
+    folder's grid plans on its problem and target (``planned``, (problem, algorithm, target)), or
+    every series of the figure when no grid is recorded (None). With a grid record, an ``always``
+    figure none of whose problems the grid plans at its target is not drawn, and an empty panel
+    whose problem it does not plan there says "not in this grid" rather than "not run". Panels
+    whose (problem, alpha, target) is in ``best_found`` have their regret against the best value
+    found, and say so."""
     drawn = []
     for spec in figures:
         mine = panels.loc[panels["figure"] == spec.name]
-        if mine.empty and not spec.always:
+        planned_here = None if planned is None else {(p, a) for p, a, t in planned if t == spec.target}
+        in_grid = planned_here is None or any(p in {q for q, _ in planned_here} for p in spec.problems)
+        if mine.empty and not (spec.always and in_grid):  # a figure the folder's grid never plans
             continue
         keys: list[tuple[str, float, str] | None] = []
         for position in range(len(spec.problems)):
@@ -416,10 +423,12 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, styles: dict[tuple
         shown = bands.loc[bands["figure"] == spec.name, "algorithm"].unique().tolist() \
             if "figure" in bands else []
         title = figure_title(spec, shown)
-        expected = [tuple(a for a in spec.series if planned is None or (problem, a) in planned)
+        expected = [tuple(a for a in spec.series if planned_here is None or (problem, a) in planned_here)
                     for problem in spec.problems]
+        planned_problems = {p for p, _ in planned_here} if planned_here is not None else set(spec.problems)
+        empty = ["not run" if p in planned_problems else "not in this grid" for p in spec.problems]
         fig = _regret_figure(keys, list(spec.problems), spec.shape, bands, styles,
-                             spec.target == WORST_CASE.name, ylabels, title, expected=expected)
+                             spec.target == WORST_CASE.name, ylabels, title, expected=expected, empty=empty)
         drawn.append((spec.name, title, _save(fig, out, spec.name)))
     other = panels.loc[panels["figure"] == OTHER].sort_values("position")
     if not other.empty:

@@ -72,6 +72,7 @@ from analysis.study import NO_STUDY, Study, load_study, study_of_grid
 from analysis.summary import final_summary, pivot_tables
 from analysis.timing import ratio_table, timing_table
 from harness.results import location, read_timings
+from problems.measures import DEFAULT_RISK, WORST_CASE
 
 EXIT_NEGATIVE_REGRET = 1
 EXIT_USAGE = 2
@@ -226,14 +227,21 @@ def results_study(results: Path) -> Study:
     return (study_of_grid(grid["grid"]) if grid.get("grid") else None) or NO_STUDY
 
 
-def planned_series(grid: dict) -> frozenset[tuple[str, str]] | None:
-    """The (problem, algorithm) pairs of the cells of a grid record (:func:`read_grid_record`), None
-    without one (or with a damaged one): what a figure's panel may say it lacks."""
+def planned_series(grid: dict) -> frozenset[tuple[str, str, str]] | None:
+    """The (problem, algorithm, target) of the cells of a grid record (:func:`read_grid_record`),
+    None without one (or with a damaged one): what a figure's panel may say it lacks. A cell at an
+    explicit alpha may be scored on the worst case (alpha below the smallest mass) as well as on its
+    risk measure; a cell at the default alpha on its risk measure only."""
     cells = grid.get("cells")
     if not isinstance(cells, list):
         return None
-    return frozenset((c["problem"], c["algorithm"]) for c in cells
-                     if isinstance(c, dict) and "problem" in c and "algorithm" in c)
+    out = set()
+    for c in cells:
+        if isinstance(c, dict) and "problem" in c and "algorithm" in c:
+            risk = c.get("risk") or DEFAULT_RISK
+            targets = (risk, WORST_CASE.name) if c.get("alpha") is not None else (risk,)
+            out.update((c["problem"], c["algorithm"], target) for target in targets)
+    return frozenset(out)
 
 
 def read_grid_record(results: Path) -> dict:

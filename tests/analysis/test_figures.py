@@ -241,7 +241,7 @@ def test_a_panel_lacks_only_what_the_folders_grid_planned_there(tmp_path: Path, 
     bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
     styles = series_styles(series, STUDY.colours)
     grid = {"cells": [{"problem": p, "algorithm": a} for p in spec.problems for a, _ in series]
-            + [{"problem": "robot-push-3-2", "algorithm": "vucb-unif"}]}
+            + [{"problem": "robot-push-3-2", "algorithm": "vucb-unif", "risk": "var"}]}
     titles: dict[str, list[str]] = {}
     save = figures_module._save
 
@@ -258,3 +258,38 @@ def test_a_panel_lacks_only_what_the_folders_grid_planned_there(tmp_path: Path, 
         assert ("missing: vucb-unif" in portfolio) == portfolio_lacks, (folder, portfolio)
         assert "missing: vucb-unif" in robot, (folder, robot)
     assert planned_series({}) is None and planned_series({"cells": "damaged"}) is None
+    # a cell at an explicit alpha may be scored on the worst case; at the default alpha it is not
+    planned = planned_series({"cells": [{"problem": "p", "algorithm": "a", "alpha": 1e-9, "risk": "var"},
+                                        {"problem": "q", "algorithm": "a", "alpha": None, "risk": "cvar"}]})
+    assert planned == {("p", "a", "var"), ("p", "a", "worst_case"), ("q", "a", "cvar")}
+
+
+def test_a_grid_with_some_problems_of_a_figure_says_which_it_never_planned(tmp_path: Path,
+                                                                          monkeypatch) -> None:
+    """paper-extra runs Hartmann-(1,2) of Figure 3 only: its other panels say "not in this grid",
+    not "not run"; the alpha -> 0 figure, which it never plans at the worst-case target, is not drawn;
+    without a grid record, every empty panel says "not run"."""
+    from analysis.report import planned_series
+
+    fig3 = next(s for s in FIGURES if s.name == "fig3_discrete")
+    alpha0 = next(s for s in FIGURES if s.name == "fig_alpha0")
+    series = [("vucb-prob", "{}")]
+    bands = _series_bands(("hartmann-1-2-discrete",), "var", 0.1, series, 5)
+    panels = assign_figures(bands, FIGURES)
+    bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
+    grid = {"cells": [{"problem": "hartmann-1-2-discrete", "algorithm": "vucb-prob", "risk": "var"}]}
+    texts: dict[str, list[str]] = {}
+    save = figures_module._save
+
+    def keep_texts(fig, out: Path, name: str) -> dict[str, Path]:
+        texts[f"{out.name}/{name}"] = sorted(t.get_text() for ax in fig.axes for t in ax.texts)
+        return save(fig, out, name)
+
+    monkeypatch.setattr(figures_module, "_save", keep_texts)
+    for planned, folder in ((planned_series(grid), "grid"), (None, "none")):
+        (tmp_path / folder).mkdir()
+        regret_figures(bands, panels, series_styles(series, STUDY.colours), tmp_path / folder,
+                       figures=(fig3, alpha0), planned=planned)
+    assert texts["grid/fig3_discrete"] == ["not in this grid"] * 3
+    assert "grid/fig_alpha0" not in texts
+    assert texts["none/fig3_discrete"] == ["not run"] * 3 and texts["none/fig_alpha0"] == ["not run"] * 4
