@@ -496,12 +496,21 @@ def select(cells: Iterable[CellSpec], pattern: str) -> list[CellSpec]:
 #: Seconds of a cell besides its iterations (building the problem and the model, the initial design).
 _FIXED_S = 1.0
 #: The harness's own seconds an iteration on one of 2 busy cores (the GP update, the recommendation's
-#: regret against the true objective): random search's measured rate, whose proposals cost nothing
-#: (0.05 s on the synthetic problems; more where the objective is a simulation evaluated at all of Z).
+#: regret against the true objective) where the problem does not build here; a problem declares its
+#: own (:attr:`problems.Problem.overhead_seconds`: random search's measured rate, whose proposals cost
+#: nothing).
 _HARNESS_S = 0.05
-_HARNESS_S_BY_PROBLEM = {"robot-push-3-2": 0.15, "portfolio-3-2": 0.125}
 #: The size assumed for a problem that does not build here (its cells cannot run; a guess).
 _UNKNOWN_SIZE = ProblemSize(d_x=1, d_z=1, z_size=100, n_init=10, iterations=60)
+
+
+@functools.lru_cache(maxsize=256)
+def _overhead_seconds(name: str) -> float:
+    """The harness's seconds an iteration on problem ``name`` (what it declares), or :data:`_HARNESS_S`."""
+    try:
+        return build_problem(name, with_optimum=False).overhead_seconds
+    except (KeyError, ValueError):
+        return _HARNESS_S
 
 
 @functools.lru_cache(maxsize=256)
@@ -516,14 +525,15 @@ def _problem_size(name: str, iterations: int) -> ProblemSize:
 def declared_rate(spec: CellSpec) -> float:
     """Seconds an iteration of a BO cell from what its algorithm declares
     (:func:`algorithms.cost.iteration_seconds`, its options' defaults filled in) plus the harness's
-    share; :data:`algorithms.cost.DEFAULT_ITERATION_S` for an algorithm that does not import here."""
+    share, which its problem declares (:attr:`problems.Problem.overhead_seconds`);
+    :data:`algorithms.cost.DEFAULT_ITERATION_S` for an algorithm that does not import here."""
     size = _problem_size(spec.problem, cell_iterations(spec))
     try:
         factory = algorithm_factory(spec.algorithm)
     except (KeyError, ValueError):
         factory = None
     seconds = iteration_seconds(factory, size, dict(spec.options)) if factory else DEFAULT_ITERATION_S
-    return _HARNESS_S_BY_PROBLEM.get(spec.problem, _HARNESS_S) + seconds
+    return _overhead_seconds(spec.problem) + seconds
 
 
 def measured_rate(spec: CellSpec, measured: Mapping[tuple, float]) -> float | None:
