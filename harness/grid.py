@@ -38,7 +38,7 @@ from algorithms.cost import DEFAULT_ITERATION_S, ProblemSize, iteration_seconds
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
 from algorithms.options import declared_options, validate_options
 from analysis.study import installed_studies, load_study
-from harness.complexity import SIZES_D, SIZES_Z, complexity_cells, estimate_timing_seconds
+from harness.complexity import estimate_timing_seconds
 from harness.spec import RISKS, CellSpec
 from problems import PROBLEMS, DiscreteZ, build_problem
 from problems.checks import positive_int
@@ -155,24 +155,17 @@ def smoke_grid() -> Grid:
                 f"risk measure it optimizes, {SMOKE_SEEDS} seeds, {SMOKE_ITERATIONS} iterations")
 
 
-def complexity_grid() -> Grid:
-    """Timing cells of the complexity study (:mod:`harness.complexity`): one acquisition step and
-    one GP fit per method, ``|D| x |Dz|``, 5 timed repeats each."""
-    cells = tuple(complexity_cells())
-    return Grid("complexity", cells, "timing cells: GP fit and one proposal over |D| in "
-                f"{list(SIZES_D)} x |Dz| in {list(SIZES_Z)}, 5 repeats each (see harness/complexity.py)")
-
-
 #: The engine's own named grids: name -> factory (factories, so the registries are read when a grid
-#: is built). Studies add theirs (:func:`named_grids`).
-ENGINE_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid, "complexity": complexity_grid}
+#: is built). Studies add theirs (:func:`named_grids`), a complexity grid among them
+#: (:func:`harness.complexity.complexity_cells` builds its timing cells).
+ENGINE_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid}
 
 
 def named_grids(study: str | None = None) -> dict[str, Callable[[], Grid]]:
     """Every named grid: ``study``'s (a study's name, import path or TOML file: ``--study``) first,
-    then the smoke grid, the grids of the installed studies (:func:`analysis.study.installed_studies`,
-    in name order; a grid of a name taken before is left out), then the complexity grid. Each
-    study's grid records the study."""
+    then the smoke grid, then the grids of the installed studies
+    (:func:`analysis.study.installed_studies`, in name order; a grid of a name taken before is left
+    out). Each study's grid records the study."""
     grids: dict[str, Callable[[], Grid]] = {}
     if study is not None:  # the user's: checked before anything runs
         grids.update(_study_grids(study, check=True))
