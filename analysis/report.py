@@ -261,7 +261,8 @@ def report_tables(frame: pd.DataFrame, study: Study) -> dict[str, pd.DataFrame]:
     return {
         "panels": panels,
         "bands": bands[["figure", *[c for c in bands.columns if c != "figure"]]],
-        "final_table": final_summary(bands, timing), "timing": timing, "timing_ratio": ratio_table(timing),
+        "final_table": final_summary(bands, timing), "timing": timing,
+        "timing_ratio": ratio_table(timing, study),
         "claims": claims, "claims_overall": overall(claims, study), "lower_bounds": beaten_bounds(frame),
         **aggregate_tables(frame, study),
         "final_regret": finals[["problem", "algorithm", "options", "alpha", "target", "iterations", "seed",
@@ -485,17 +486,19 @@ def _claims_section(doc: Document, verdicts: pd.DataFrame, study: Study) -> None
 
 
 def _timing_section(doc: Document, timing: pd.DataFrame, ratios: pd.DataFrame, figures: list) -> None:
-    """The per-iteration times, their figure (the last of ``figures``) and the rho-KG^apx / V-UCB
-    ratios."""
+    """The per-iteration times, their figure (the last of ``figures``) and the costlier / cheaper
+    ratios of the pairs the study's "cheaper" claims name (:func:`analysis.timing.ratio_table`)."""
     doc.heading("Timing")
     doc.para("Per-iteration times over iterations >= 1 (median and interquartile range, seconds); total "
              "cell time = the sum of t_fit_s, t_acq_s, t_rec_s and t_eval_s over a cell's rows (median and "
-             "IQR over cells). Ratios: rho-KG^apx median / V-UCB median.")
+             "IQR over cells). Ratios: for each pair a 'cheaper' claim of the study names, the costlier "
+             "series' median (column rhokg) / the cheaper series' median (column vucb).")
     _, title, fig_paths = figures[-1]
     doc.figure(title, fig_paths["png"], fig_paths["pdf"])
     doc.table(timing)
-    doc.heading("rho-KG^apx / V-UCB", 3)
-    doc.table(ratios, empty="No problem has both rho-KG^apx and V-UCB cells (of any options).")
+    doc.heading("Costlier / cheaper", 3)
+    doc.table(ratios, empty="No problem has both series of a pair the study's 'cheaper' claims name "
+                            "(of any options).")
 
 
 def _claims_detail_section(doc: Document, claims: pd.DataFrame, verdicts: pd.DataFrame, floor: float) -> None:
