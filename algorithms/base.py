@@ -112,6 +112,13 @@ class Algorithm(ABC):
         complexity study and its ETA; it is not a result. The default is a middling guess."""
         return (0.1, 0.5, 1.0, 1.0)
 
+    @classmethod
+    def reduced_options(cls, z_kind: str) -> dict | None:
+        """Options of a reduced search effort on a Z of kind ``z_kind`` (the estimators unchanged),
+        for grids that must run fast (the smoke grid, a study's quick grid: see
+        :func:`harness.grid.smoke_options`); None (the default) where the defaults are cheap enough."""
+        return None
+
     def __init__(self, problem: Problem, seed_root: int, risk: str = "var", **options: object) -> None:
         if options:
             raise TypeError(f"{self.name}: unknown option(s) {', '.join(sorted(options))}")

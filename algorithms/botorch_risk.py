@@ -155,6 +155,14 @@ class BotorchRisk(Algorithm):
         """See :meth:`Algorithm.proposal_cost`: a one-shot KG optimization (a guess)."""
         return (2.0, 8.0, 1.0, 1.0)
 
+    @classmethod
+    def reduced_options(cls, z_kind: str) -> dict | None:
+        """See :meth:`Algorithm.reduced_options`: the one-shot KG has a fixed cost per evaluation, so
+        the smallest settings that still run its whole path (about 1 s a proposal instead of 10)."""
+        return {"num_fantasies": 2, "num_restarts": 1, "raw_samples": 8, "inner_samples": 16,
+                "maxiter": 10, "n_w": 10, "n_w_rec": 20}
+
+
     options: ClassVar[tuple[Option, ...]] = (
         Option("num_fantasies", int, 16, "fantasies of the one-shot knowledge gradient (the tutorial's 16).",
                low=1),

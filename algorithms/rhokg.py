@@ -618,6 +618,14 @@ class RhoKGApx(Algorithm):
         """See :meth:`Algorithm.proposal_cost`: at the complexity study's reduced effort (0.29 s at
         |D| = 40, |Dz| = 64 and 1.4 s at 40 x 256 on the development machine)."""
         return (0.05, 0.3, 1.0, 1.5)
+
+    @classmethod
+    def reduced_options(cls, z_kind: str) -> dict | None:
+        """See :meth:`Algorithm.reduced_options`: fewer restarts and raw samples, at most 100 L-BFGS-B
+        iterations (K, M and the two-time-scale rule unchanged). At BoRisk's settings one iteration
+        takes 10 to 30 s, which alone would exceed the smoke grid's budget; this is about 0.5 s."""
+        return {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}
+
     #: The name the random streams are derived from: variants of the method share rho-KG^apx's
     #: base samples and search starts (common random numbers), so they differ only by their options.
     stream_name = "rhokg-apx"

@@ -66,6 +66,16 @@ class VUCB(Algorithm):
         |D| = 160, |Dz| = 1024), the exact search on a discrete one (2.4 s there); fitted by eye to
         probes on the development machine."""
         return (2.0, 5.6, 1.0, 1.0) if z_kind == "continuous" else (0.05, 0.12, 0.5, 1.0)
+
+    @classmethod
+    def reduced_options(cls, z_kind: str) -> dict | None:
+        """See :meth:`Algorithm.reduced_options`: on a continuous Z, where LNSO and the pinball
+        estimates take 2-5 s an iteration at their defaults, fewer training, x and lacing-value
+        steps (about 0.5 s an iteration); the exact search on a discrete Z is cheap already."""
+        if z_kind != "continuous":
+            return None
+        return {"train_steps": 60, "retrain_steps": 20, "x_steps": 30, "var_steps": 50, "lv_steps": 50}
+
     lv_rule = "prob"
 
     options: ClassVar[tuple[Option, ...]] = (

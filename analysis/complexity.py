@@ -1,84 +1,60 @@
 """Computational complexity: how a method's time grows with |D| (observations) and |Dz| (the size
-of Z's support), fitted as log-log slopes, next to the exponents the paper's formulas predict.
+of Z's support), fitted as log-log slopes, next to the exponents a study's formulas predict.
 
-The paper (Section 3.2) states, per BO iteration,
-
-* V-UCB: O(n |Dz| (|D|^2 + log |Dz|)), n the number of x evaluated by the inner optimizer;
-* rho-KG^apx: O(n_out |D| K |Dz| (|D|^2 + |Dz| |D| + |Dz|^2 + M |Dz|));
-
-and an exact GP fit costs O(|D|^3) per likelihood evaluation, whatever |Dz|. A power law
-t = c s^k is a straight line of slope k in log t against log s, so each (method, varied size) is
+A study declares its methods' cost formulas (:class:`analysis.study.Complexity`): the paper study's
+are its Section 3.2 (``studies/nguyen2021/complexity.py``), e.g. O(n |Dz| (|D|^2 + log |Dz|)) per
+iteration for V-UCB and O(|D|^3) per likelihood evaluation for an exact GP fit, whatever |Dz|. A power
+law t = c s^k is a straight line of slope k in log t against log s, so each (method, varied size) is
 summarized by the least-squares slope of log10 t on log10 s with a t-based confidence interval
-(:func:`fit_slope`). :data:`PAPER_EXPONENTS` holds the exponent each formula predicts once its
+(:func:`fit_slope`). The study's ``exponents`` hold the exponent each formula predicts once its
 leading term dominates; :func:`formula_slope` the slope the whole formula has over the sizes
 actually measured (its regime there: rho-KG^apx's exponent in |Dz| is 1 while |D|^2 dominates
 |Dz|^2 and 3 beyond). Fixed costs and lower-order terms flatten a measured curve, so below the
 leading term's regime the measured slope is expected to be smaller.
 
-The timings come from the timing cells of ``python -m harness.run --grid complexity``
-(:mod:`harness.complexity`, read by :func:`harness.results.read_timings`); :func:`timing_points`
-turns them into the (method, varied, size, fixed, seconds) frame that :func:`slope_table` fits.
+The timings come from the timing cells of a complexity grid (``python -m harness.run --grid
+complexity``; :mod:`harness.complexity`, read by :func:`harness.results.read_timings`);
+:func:`timing_points` turns them into the (method, varied, size, fixed, seconds) frame that
+:func:`slope_table` fits.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-#: (method, varied size) -> (exponent of the leading term, the term it comes from).
-PAPER_EXPONENTS: dict[tuple[str, str], tuple[float, str]] = {
-    ("vucb-prob", "Dz"): (1.0, "n |Dz| |D|^2 (the log |Dz| of the sort is lower order)"),
-    ("vucb-prob", "D"): (2.0, "n |Dz| |D|^2"),
-    ("stableopt", "Dz"): (1.0, "as V-UCB: the minimum over Dz replaces the quantile"),
-    ("stableopt", "D"): (2.0, "as V-UCB"),
-    ("rhokg-apx", "Dz"): (3.0, "n_out |D| K |Dz| |Dz|^2"),
-    ("rhokg-apx", "D"): (3.0, "n_out |D| K |Dz| |D|^2"),
-    ("gp-fit", "D"): (3.0, "a Cholesky factor of the |D| x |D| kernel matrix"),
-    ("gp-fit", "Dz"): (0.0, "the fit does not see Dz"),
-}
+from analysis.study import Complexity
 
-
-#: rho-KG^apx's fantasies K and samples M at BoRisk's settings (they enter its formula).
-RHOKG_K = 10
-RHOKG_M = 10
-
-#: (method) -> the paper's cost formula as a function of (|D|, |Dz|), constants dropped.
-PAPER_FORMULAS: dict[str, Callable[[float, float], float]] = {
-    "vucb-prob": lambda d, z: z * (d**2 + math.log(z)),
-    "stableopt": lambda d, z: z * (d**2 + math.log(z)),
-    "rhokg-apx": lambda d, z: d * RHOKG_K * z * (d**2 + z * d + z**2 + RHOKG_M * z),
-    "gp-fit": lambda d, z: d**3,
-}
+#: The method label of every GP fit (the fit does not depend on the method).
+FIT_METHOD = "gp-fit"
 
 #: Appended to a method's label for its "evaluation" timings (one call of its acquisition function
 #: on a fixed batch; the proposal timings carry the bare label).
 EVALUATION_SUFFIX = ": one evaluation"
 
-#: Method labels of the continuous-Z V-UCB variants (their Z is |Dz| samples, see
-#: :mod:`harness.complexity`); the paper gives them no formula.
-LNSO_LABEL = "vucb-prob (continuous Z, LNSO)"
-SAA_LABEL = "vucb-prob-saa (continuous Z)"
+#: What the timings are compared with when no study declares it: nothing (no formula, no exponent).
+NO_COMPLEXITY = Complexity()
 
 
-def method_label(algorithm: str, z_kind: str) -> str:
-    """The method name used in the study's tables and figures."""
-    if z_kind == "continuous" and algorithm in ("vucb-prob", "vucb-unif"):
-        return LNSO_LABEL if algorithm == "vucb-prob" else f"{algorithm} (continuous Z, LNSO)"
-    if z_kind == "continuous":
-        return SAA_LABEL if algorithm == "vucb-prob-saa" else f"{algorithm} (continuous Z)"
-    return algorithm
+def method_label(algorithm: str, z_kind: str, complexity: Complexity = NO_COMPLEXITY) -> str:
+    """The method name used in the tables and figures: the study's label for (algorithm, kind of Z)
+    if it declares one, else the algorithm's name, with " (continuous Z)" on a continuous Z."""
+    label = complexity.labels.get((algorithm, z_kind))
+    if label is not None:
+        return label
+    return f"{algorithm} (continuous Z)" if z_kind == "continuous" else algorithm
 
 
-def formula_slope(method: str, varied: str, fixed: float, sizes: np.ndarray) -> float:
-    """The least-squares log-log slope of the paper's formula for ``method`` over ``sizes`` of the
+def formula_slope(method: str, varied: str, fixed: float, sizes: np.ndarray,
+                  complexity: Complexity = NO_COMPLEXITY) -> float:
+    """The least-squares log-log slope of the study's formula for ``method`` over ``sizes`` of the
     varied size (``"D"`` or ``"Dz"``) with the other held at ``fixed``: the exponent the formula
     predicts in the regime measured (NaN without a formula)."""
-    formula = PAPER_FORMULAS.get(method.removesuffix(EVALUATION_SUFFIX))
+    formula = complexity.formulas.get(method.removesuffix(EVALUATION_SUFFIX))
     s = np.unique(np.asarray(sizes, dtype=float))
     if formula is None or len(s) < 2:
         return math.nan
@@ -135,25 +111,32 @@ def fit_slope(sizes: np.ndarray, seconds: np.ndarray, level: float = 0.95) -> Sl
                  distinct)
 
 
-def slope_table(frame: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+def slope_table(frame: pd.DataFrame, level: float = 0.95, complexity: Complexity = NO_COMPLEXITY
+                ) -> pd.DataFrame:
     """One row per (method, varied size, the other size held fixed): the fitted slope, its interval,
-    the paper's exponent and whether the interval lies at or below it.
+    the study's formula slope and exponent (columns ``formula_slope``, ``paper_exponent``,
+    ``paper_term``; NaN and "" where it declares none) and whether the interval lies at or below
+    the exponent.
 
     Args:
         frame: timings with columns ``method``, ``varied`` ("D" or "Dz"), ``size`` (the varied
             size), ``fixed`` (the other size), ``seconds`` (one row per timed repetition).
+        level: confidence level of the intervals.
+        complexity: the study's formulas and exponents (:class:`analysis.study.Complexity`).
     """
     rows = []
     for (method, varied, fixed), group in frame.groupby(["method", "varied", "fixed"], sort=True):
         if group["size"].nunique() < 2 or len(group) < 3:  # nothing to fit (the study stopped)
             continue
         fitted = fit_slope(group["size"].to_numpy(), group["seconds"].to_numpy(), level)
-        paper, term = PAPER_EXPONENTS.get((method.removesuffix(EVALUATION_SUFFIX), varied), (math.nan, ""))
+        paper, term = complexity.exponents.get((method.removesuffix(EVALUATION_SUFFIX), varied),
+                                               (math.nan, ""))
         rows.append({"method": method, "varied": varied, "fixed": fixed,
                      "size_min": group["size"].min(), "size_max": group["size"].max(),
                      "slope": fitted.slope, "low": fitted.low, "high": fitted.high,
                      "points": fitted.points, "sizes": fitted.sizes,
-                     "formula_slope": formula_slope(method, varied, fixed, group["size"].to_numpy()),
+                     "formula_slope": formula_slope(method, varied, fixed, group["size"].to_numpy(),
+                                                    complexity),
                      "paper_exponent": paper, "paper_term": term,
                      "within_paper": bool(fitted.low <= paper) if not math.isnan(paper) else None})
     columns = ["method", "varied", "fixed", "size_min", "size_max", "slope", "low", "high", "points",
@@ -161,22 +144,24 @@ def slope_table(frame: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def timing_points(timings: pd.DataFrame, clock: str = "cpu_seconds") -> pd.DataFrame:
+def timing_points(timings: pd.DataFrame, clock: str = "cpu_seconds",
+                  complexity: Complexity = NO_COMPLEXITY) -> pd.DataFrame:
     """The timing cells' rows as points of :func:`slope_table`: every timed call twice, once as a
     point of its method's curve against |D| (``fixed`` = |Dz|) and once against |Dz| (``fixed`` =
     |D|). Proposals are labelled by :func:`method_label`, evaluations of the acquisition function by
-    that label plus :data:`EVALUATION_SUFFIX`; every fit is ``"gp-fit"`` (the fit does not depend on
-    the method).
+    that label plus :data:`EVALUATION_SUFFIX`; every fit is :data:`FIT_METHOD` (the fit does not
+    depend on the method).
 
     Args:
         timings: :func:`harness.results.read_timings` output.
         clock: ``"cpu_seconds"`` (default: process CPU time, robust to other processes on the
             machine) or ``"seconds"`` (wall clock).
+        complexity: the study's method labels (:class:`analysis.study.Complexity`).
     """
     if timings.empty:
         return pd.DataFrame(columns=["method", "varied", "size", "fixed", "seconds", "n_obs", "n_z"])
-    labels = [method_label(a, k) if w == "acquisition"
-              else method_label(a, k) + EVALUATION_SUFFIX if w == "evaluation" else "gp-fit"
+    labels = [method_label(a, k, complexity) if w == "acquisition"
+              else method_label(a, k, complexity) + EVALUATION_SUFFIX if w == "evaluation" else FIT_METHOD
               for a, k, w in zip(timings["algorithm"], timings["z_kind"], timings["what"], strict=True)]
     base = pd.DataFrame({"method": labels, "n_obs": timings["n_obs"].to_numpy(),
                          "n_z": timings["n_z"].to_numpy(), "seconds": timings[clock].to_numpy()})
@@ -187,9 +172,11 @@ def timing_points(timings: pd.DataFrame, clock: str = "cpu_seconds") -> pd.DataF
                       ["method", "varied", "size", "fixed", "seconds", "n_obs", "n_z"]].reset_index(drop=True)
 
 
-def median_table(timings: pd.DataFrame, clock: str = "cpu_seconds") -> pd.DataFrame:
-    """Median and interquartile range of each (method, |D|, |Dz|) over its repeats."""
-    points = timing_points(timings, clock)
+def median_table(timings: pd.DataFrame, clock: str = "cpu_seconds",
+                 complexity: Complexity = NO_COMPLEXITY) -> pd.DataFrame:
+    """Median and interquartile range of each (method, |D|, |Dz|) over its repeats (methods labelled
+    as :func:`timing_points` does)."""
+    points = timing_points(timings, clock, complexity)
     points = points.loc[points["varied"] == "D"]
     grouped = points.groupby(["method", "n_obs", "n_z"])["seconds"]
     table = pd.DataFrame({"median_s": grouped.median(), "q25_s": grouped.quantile(0.25),

@@ -23,6 +23,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
+from analysis.complexity import FIT_METHOD
 from analysis.data import options_text
 from analysis.study import Figure
 from problems.measures import DEFAULT_RISK, RISK_MEASURES, WORST_CASE, risk_measure
@@ -536,7 +537,7 @@ def complexity_figure(points: pd.DataFrame, slopes: pd.DataFrame, out: Path, nam
         slopes: :func:`analysis.complexity.slope_table` of those points.
         name, title: file stem and figure title.
     """
-    methods = sorted(points["method"].unique(), key=lambda m: (m == "gp-fit", m))
+    methods = sorted(points["method"].unique(), key=lambda m: (m == FIT_METHOD, m))
     fig, axes = plt.subplots(2, len(methods), figsize=(4.2 * len(methods), 7.6), squeeze=False)
     for col, method in enumerate(methods):
         for row, (varied, axis_name, other) in enumerate((("D", "|D|", "|Dz|"), ("Dz", "|Dz|", "|D|"))):

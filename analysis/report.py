@@ -41,7 +41,7 @@ from analysis.claims import (
     claims_table,
     overall,
 )
-from analysis.complexity import EVALUATION_SUFFIX, median_table, slope_table, timing_points
+from analysis.complexity import EVALUATION_SUFFIX, NO_COMPLEXITY, median_table, slope_table, timing_points
 from analysis.data import (
     BEST_FOUND,
     CELL_KEYS,
@@ -68,7 +68,7 @@ from analysis.figures import (
     value_figure,
 )
 from analysis.provenance import analysis_environment, cell_status
-from analysis.study import NO_STUDY, Study, load_study, study_of_grid
+from analysis.study import NO_STUDY, Complexity, Study, load_study, study_of_grid
 from analysis.summary import final_summary, pivot_tables
 from analysis.timing import ratio_table, timing_table
 from harness.results import location, read_timings
@@ -188,14 +188,14 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR, study: 
     doc = Document(f"varbo-bench report: {results}")
     paths: dict[str, Path] = {}
     n_cells = 0
+    study = study if study is not None else results_study(results)
     if not frame.empty:
         if not duplicates.empty:
             print(f"analysis.report: {len(duplicates)} cell(s) stored twice with identical rows are counted "
                   "once (the report's Provenance lists them)", file=sys.stderr)
-        study = study if study is not None else results_study(results)
         n_cells = _bo_part(doc, results, out, frame, metas, floor, paths, duplicates, study)
     if not timings.empty:
-        n_cells += complexity_section(doc, timings, out, paths)
+        n_cells += complexity_section(doc, timings, out, paths, study.complexity or NO_COMPLEXITY)
     paths["report.md"], paths["report.html"] = doc.write(out)
     elapsed = time.perf_counter() - started
     print(f"analysis.report: {n_cells} cells, {len(frame) + len(timings)} rows read in "
@@ -269,7 +269,8 @@ def report_tables(frame: pd.DataFrame, study: Study) -> dict[str, pd.DataFrame]:
     return {
         "panels": panels,
         "bands": bands[["figure", *[c for c in bands.columns if c != "figure"]]],
-        "final_table": final_summary(bands, timing), "timing": timing, "timing_ratio": ratio_table(timing),
+        "final_table": final_summary(bands, timing), "timing": timing,
+        "timing_ratio": ratio_table(timing, study),
         "claims": claims, "claims_overall": overall(claims, study), "lower_bounds": beaten_bounds(frame),
         **aggregate_tables(frame, study),
         "final_regret": finals[["problem", "algorithm", "options", "alpha", "target", "iterations", "seed",
@@ -339,13 +340,14 @@ def aggregate_section(doc: Document, tables: dict[str, pd.DataFrame], baseline: 
     doc.table(tables["aggregate_iqm"])
 
 
-def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: dict[str, Path]) -> int:
+def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: dict[str, Path],
+                       complexity: Complexity = NO_COMPLEXITY) -> int:
     """The complexity study of the timing cells (``--grid complexity``): the log-log figure, the
-    fitted slopes next to the paper's exponents, the median times; ``complexity_slopes.csv`` and
-    ``complexity_times.csv``. Returns the number of timing cells."""
-    points = timing_points(timings)
-    slopes = slope_table(points)
-    medians = median_table(timings)
+    fitted slopes next to the exponents of the study's formulas (``complexity``), the median times;
+    ``complexity_slopes.csv`` and ``complexity_times.csv``. Returns the number of timing cells."""
+    points = timing_points(timings, complexity=complexity)
+    slopes = slope_table(points, complexity=complexity)
+    medians = median_table(timings, complexity=complexity)
     for name, table in (("complexity_slopes", slopes), ("complexity_times", medians)):
         paths[f"{name}.csv"] = out / f"{name}.csv"
         table.to_csv(paths[f"{name}.csv"], index=False)
@@ -364,17 +366,19 @@ def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: d
     doc.para(
         f"{n_cells} timing cells (python -m harness.run --grid complexity): process CPU seconds of one "
         "proposal, of one evaluation of the acquisition function on a fixed batch of candidates "
-        f"(methods labelled '{EVALUATION_SUFFIX.strip(': ')}'; 256 x for the V-UCB family and StableOpt, "
-        "4 (x, w) for rho-KG^apx) and of one maximum-likelihood GP fit on a GP conditioned on |D| noisy "
+        f"(methods labelled '{EVALUATION_SUFFIX.strip(': ')}'; as many as the algorithm declares) and of "
+        "one maximum-likelihood GP fit on a GP conditioned on |D| noisy "
         "observations, each timed after one untimed warm-up, on one torch thread. A proposal makes as "
         "many evaluations as its optimizer needs, which depends on the state, so its curves are not "
         "clean power laws; an evaluation is fixed work. For a discrete Z, |Dz| is the size "
         "of the support; for a continuous Z, the number of Z samples per estimate. 'slope' is the "
         "least-squares slope of log10 time on log10 size with its 95% t interval (every repeat is a "
-        "point); 'formula_slope' is the slope of the paper's cost formula (Section 3.2) over the same "
+        "point); 'formula_slope' is the slope of the study's cost formula for the method over the same "
         "sizes, i.e. the exponent it predicts in the regime measured; 'paper_exponent' the exponent of "
-        "its leading term. rho-KG^apx is timed at a reduced search effort (a constant factor); cells "
+        "its leading term (empty where the study declares none). Cells "
         "whose estimated proposal time exceeds the grid's cap are not run, so some curves stop early.")
+    if complexity.note:
+        doc.para(complexity.note)
     for _, title, fig_paths in figures:
         doc.figure(title, fig_paths["png"], fig_paths["pdf"])
     doc.heading("Fitted slopes", 3)
@@ -490,17 +494,19 @@ def _claims_section(doc: Document, verdicts: pd.DataFrame, study: Study) -> None
 
 
 def _timing_section(doc: Document, timing: pd.DataFrame, ratios: pd.DataFrame, figures: list) -> None:
-    """The per-iteration times, their figure (the last of ``figures``) and the rho-KG^apx / V-UCB
-    ratios."""
+    """The per-iteration times, their figure (the last of ``figures``) and the costlier / cheaper
+    ratios of the pairs the study's "cheaper" claims name (:func:`analysis.timing.ratio_table`)."""
     doc.heading("Timing")
     doc.para("Per-iteration times over iterations >= 1 (median and interquartile range, seconds); total "
              "cell time = the sum of t_fit_s, t_acq_s, t_rec_s and t_eval_s over a cell's rows (median and "
-             "IQR over cells). Ratios: rho-KG^apx median / V-UCB median.")
+             "IQR over cells). Ratios: for each pair a 'cheaper' claim of the study names, the costlier "
+             "series' median (column rhokg) / the cheaper series' median (column vucb).")
     _, title, fig_paths = figures[-1]
     doc.figure(title, fig_paths["png"], fig_paths["pdf"])
     doc.table(timing)
-    doc.heading("rho-KG^apx / V-UCB", 3)
-    doc.table(ratios, empty="No problem has both rho-KG^apx and V-UCB cells (of any options).")
+    doc.heading("Costlier / cheaper", 3)
+    doc.table(ratios, empty="No problem has both series of a pair the study's 'cheaper' claims name "
+                            "(of any options).")
 
 
 def _claims_detail_section(doc: Document, claims: pd.DataFrame, verdicts: pd.DataFrame, floor: float) -> None:

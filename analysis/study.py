@@ -2,7 +2,8 @@
 
 A study is a value (:class:`Study`): its name, its claims (typed comparisons on named problems and
 algorithms), the algorithms that stand in for another one as a variant of it, named option sets,
-and the baseline of the report's aggregate view. The engine (``harness``, ``analysis``) reads studies
+the baseline of the report's aggregate view, its grids and figures, and what its complexity timings
+are compared with (:class:`Complexity`). The engine (``harness``, ``analysis``) reads studies
 through this module only and names none of their problems, algorithms or claims.
 
 A study is found by import path ``MODULE:ATTR`` (like a plug-in problem or algorithm) or by name
@@ -133,6 +134,30 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Complexity:
+    """What a study compares the timing cells of its complexity grid with (:mod:`analysis.complexity`):
+    its methods' cost formulas and their exponents. Methods are named by their labels: an
+    algorithm's name (with " (continuous Z)" on a continuous Z unless ``labels`` says otherwise) and
+    :data:`analysis.complexity.FIT_METHOD` for the GP fit.
+
+    Attributes:
+        formulas: method label -> its cost as a function of (|D|, |Dz|), constants dropped; a
+            method without one has no formula slope.
+        exponents: (method label, varied size ``"D"`` or ``"Dz"``) -> (the exponent of the formula's
+            leading term, that term in words).
+        labels: (algorithm, kind of Z) -> the method's label in the tables and figures, where the
+            default does not say enough (e.g. which estimator runs on a continuous Z).
+        note: what the report's complexity section should add about this study's timings (the
+            effort a method is timed at, its candidates), one paragraph; "" for nothing.
+    """
+
+    formulas: dict[str, Callable[[float, float], float]] = field(default_factory=dict)
+    exponents: dict[tuple[str, str], tuple[float, str]] = field(default_factory=dict)
+    labels: dict[tuple[str, str], str] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Study:
     """What a study declares.
 
@@ -150,6 +175,8 @@ class Study:
         colours: algorithms that keep a colour of the palette (its index) in every figure; others
             get the remaining colours by name.
         description: one line.
+        complexity: what the timing cells of its complexity grid are compared with (formulas,
+            exponents, method labels), or None.
     """
 
     name: str
@@ -161,6 +188,7 @@ class Study:
     figures: tuple[Figure, ...] = ()
     colours: dict[str, int] = field(default_factory=dict)
     description: str = ""
+    complexity: Complexity | None = None
 
     def claim(self, claim_id: str) -> Claim:
         """The claim called ``claim_id``; one-line ``KeyError`` otherwise."""
@@ -349,6 +377,8 @@ def check_study(study: Study, where: str | None = None) -> Study:
             _known(problem, PROBLEMS, "problem", f"study {where}, figure {figure.name}")
         for algorithm in figure.series:
             _known(algorithm, ALGORITHMS, "series", f"study {where}, figure {figure.name}")
+    for algorithm, _ in (study.complexity.labels if study.complexity else {}):
+        _known(algorithm, ALGORITHMS, "algorithm", f"study {where}, complexity labels")
     return study
 
 

@@ -2,7 +2,8 @@
 
 Per-iteration figures use iterations >= 1 (iteration 0 fits the initial design and proposes
 nothing). Total cell time is the sum over all rows of ``t_fit_s + t_acq_s + t_rec_s + t_eval_s``:
-the work of the BO loop, without process start-up, imports or Ray scheduling.
+the work of the BO loop, without process start-up, imports or Ray scheduling. The ratios compare the
+pairs a study's "cheaper" claims name (:class:`analysis.study.Cheaper`).
 """
 
 from __future__ import annotations
@@ -10,10 +11,8 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.data import CELL_KEYS, SERIES_KEYS, options_text
+from analysis.study import NO_STUDY, Cheaper, Study
 
-RHOKG = "rhokg-apx"
-RHOKG_ALGORITHMS = ("rhokg-apx", "rhokg-apx-released")
-VUCB = ("vucb-unif", "vucb-prob")
 _TIMINGS = ["t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"]
 
 
@@ -40,14 +39,54 @@ def timing_table(frame: pd.DataFrame) -> pd.DataFrame:
                   "fit_s_q25", "fit_s_q75", "total_s_median", "total_s_q25", "total_s_q75"]]
 
 
-def ratio_table(timing: pd.DataFrame) -> pd.DataFrame:
-    """rho-KG^apx / V-UCB ratios of the medians, per problem, alpha, iterations, rho-KG^apx series
-    (``rhokg``: rhokg-apx or rhokg-apx-released with its options, any) and V-UCB variant (default
-    options; every V-UCB series where a problem has none with default options). Empty when no
-    problem has both."""
-    keys = ["problem", "alpha", "target", "iterations"]
-    kg = timing.loc[timing["algorithm"].isin(RHOKG_ALGORITHMS)]
-    vucb = timing.loc[timing["algorithm"].isin(VUCB)]
+#: The ratio table's keys and columns. ``rhokg`` and ``vucb`` name the costlier and the cheaper
+#: series, after the pair of the first study (rho-KG^apx against V-UCB): the published tables keep
+#: these names.
+_RATIO_KEYS = ["problem", "alpha", "target", "iterations"]
+RATIO_COLUMNS = [*_RATIO_KEYS, "rhokg", "vucb", "acq_ratio", "fit_ratio", "total_ratio", "n_cells_vucb",
+                 "n_cells_kg"]
+
+
+def cost_pairs(study: Study) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
+    """(problems, cheaper algorithms, costlier algorithms) of every "cheaper" comparison of the
+    study's claims (:class:`analysis.study.Cheaper`; no problems: every problem), each side with the
+    algorithms that stand in for its own as variants (``study.aliases``), without repeats."""
+
+    def with_variants(names: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(v for name in names for v in (
+            name, *(alias for alias, target in study.aliases.items() if target == name))))
+
+    pairs: list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = []
+    for comparison in (c for claim in study.claims for c in claim.comparisons):
+        if isinstance(comparison, Cheaper):
+            pair = (tuple(comparison.problems), with_variants(comparison.a), with_variants((comparison.b,)))
+            if pair not in pairs:
+                pairs.append(pair)
+    return pairs
+
+
+def ratio_table(timing: pd.DataFrame, study: Study = NO_STUDY) -> pd.DataFrame:
+    """Costlier / cheaper ratios of the medians of :func:`timing_table`, for every pair of the
+    study's "cheaper" claims (:func:`cost_pairs`), per problem, alpha, target, iterations, costlier
+    series (``rhokg``: any options) and cheaper series (``vucb``: default options; every series of
+    the cheaper algorithms where a problem has none with default options). Empty when no problem has
+    both, or the study claims nothing cheaper."""
+    frames = [_pair_ratios(timing, *pair) for pair in cost_pairs(study)]
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame(columns=RATIO_COLUMNS)
+    out = pd.concat(frames, ignore_index=True).drop_duplicates([*_RATIO_KEYS, "rhokg", "vucb"])
+    return out.sort_values([*_RATIO_KEYS, "rhokg", "vucb"]).reset_index(drop=True)
+
+
+def _pair_ratios(timing: pd.DataFrame, problems: tuple[str, ...], cheaper: tuple[str, ...],
+                 costlier: tuple[str, ...]) -> pd.DataFrame:
+    """The rows of :func:`ratio_table` of one pair (``problems`` empty: every problem)."""
+    keys = _RATIO_KEYS
+    if problems:
+        timing = timing.loc[timing["problem"].isin(problems)]
+    kg = timing.loc[timing["algorithm"].isin(costlier)]
+    vucb = timing.loc[timing["algorithm"].isin(cheaper)]
     has_default = vucb.loc[vucb["options"] == "{}", keys].drop_duplicates().assign(_default=True)
     vucb = vucb.merge(has_default, on=keys, how="left")
     vucb = vucb.loc[(vucb["options"] == "{}") | vucb["_default"].isna()].drop(columns="_default")
@@ -60,7 +99,7 @@ def ratio_table(timing: pd.DataFrame) -> pd.DataFrame:
         out[f"{prefix.split('_')[0]}_ratio"] = merged[f"{prefix}_median_kg"] / merged[f"{prefix}_median"]
     out["n_cells_vucb"] = merged["n_cells"]
     out["n_cells_kg"] = merged["n_cells_kg"]
-    return out.sort_values([*keys, "rhokg", "vucb"]).reset_index(drop=True)
+    return out[RATIO_COLUMNS]
 
 
 def series_name(algorithm: str, options: str) -> str:

@@ -23,12 +23,12 @@ from linear_operator.utils.warnings import NumericalWarning
 
 from algorithms.botorch_risk import BotorchRisk
 from algorithms.gp import fit_gp
-from harness.grid import SMOKE_OPTIONS
 from problems import get_problem
 from problems.float64 import default_float64
 from studies.nguyen2021.grids import CVAR_BOTORCH_OPTIONS
 
-EFFORTS = {"tutorial": {}, "cvar grid": CVAR_BOTORCH_OPTIONS, "smoke grid": SMOKE_OPTIONS["botorch-risk"]}
+EFFORTS = {"tutorial": {}, "cvar grid": CVAR_BOTORCH_OPTIONS,
+           "smoke grid": BotorchRisk.reduced_options("discrete")}
 
 
 def main() -> None:

@@ -25,12 +25,15 @@ one row per timed call, with wall seconds and process CPU seconds, on one torch 
   setup: the fixed work the paper's formulas count once per evaluated candidate. Methods without
   such a function (LNSO) have none.
 
-The queries do not matter here and are not stored; the timings are the result.
+The queries do not matter here and are not stored; the timings are the result. Which methods are
+timed, on which problem and at which options, is a study's (its ``complexity`` grid, built by
+:func:`complexity_cells`; the paper's: ``studies/nguyen2021/complexity.py``).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 
 import torch
@@ -203,35 +206,21 @@ def estimate_timing_seconds(spec: CellSpec) -> float:
     return (repeats + 1) * (fit + estimate_proposal_seconds(spec.problem, spec.algorithm, n_obs, n_z))
 
 
-#: The study's sizes (the issue's): |D| and |Dz|.
+#: The default sizes: |D| and |Dz|.
 SIZES_D = (10, 20, 40, 80, 160)
 SIZES_Z = (16, 64, 256, 1024)
-#: rho-KG^apx is timed at a reduced search effort (the smoke grid's: fewer restarts and raw
-#: samples, at most 100 L-BFGS-B iterations). The effort multiplies the number of acquisition
-#: evaluations, a constant in |D| and |Dz|, so it moves the curves, not their slopes; at BoRisk's
-#: effort one proposal already takes 5-13 s at |Dz| = 100 (docs/explanation/performance.md).
-RHOKG_TIMING_OPTIONS = {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}
-#: (problem, algorithm, options) of every timed method: the discrete-Z methods on Branin-(1,1)'s
-#: function with a Gaussian grid of |Dz| points, the continuous-Z V-UCB variants on its continuous
-#: version with |Dz| samples of Z per estimate.
-METHODS: tuple[tuple[str, str, dict], ...] = (
-    ("branin-1-1-discrete", "vucb-prob", {}),
-    ("branin-1-1-discrete", "stableopt", {}),
-    ("branin-1-1-discrete", "rhokg-apx", RHOKG_TIMING_OPTIONS),
-    ("branin-1-1-continuous", "vucb-prob", {}),
-    ("branin-1-1-continuous", "vucb-prob-saa", {}),
-)
 #: A (method, |D|, |Dz|) is timed when one proposal is estimated to take at most this many seconds
 #: (:func:`estimate_proposal_seconds`): the cells beyond it would take hours. Where the study stops
 #: for a method is in the grid's listing (``--dry-run``) and in the report.
 MAX_PROPOSAL_S = 60.0
 
 
-def complexity_cells(sizes_d: tuple[int, ...] = SIZES_D, sizes_z: tuple[int, ...] = SIZES_Z,
-                     methods: tuple[tuple[str, str, dict], ...] = METHODS,
-                     repeats: int = DEFAULT_REPEATS, max_proposal_s: float = MAX_PROPOSAL_S
-                     ) -> list[CellSpec]:
-    """Timing cells of ``methods`` over |D| x |Dz| (seed 0), those estimated feasible."""
+def complexity_cells(methods: Iterable[tuple[str, str, dict]], sizes_d: tuple[int, ...] = SIZES_D,
+                     sizes_z: tuple[int, ...] = SIZES_Z, repeats: int = DEFAULT_REPEATS,
+                     max_proposal_s: float = MAX_PROPOSAL_S) -> list[CellSpec]:
+    """Timing cells of ``methods`` (a study's (problem, algorithm, options): the algorithm on that
+    problem's function, its Z replaced by a grid of |Dz| points or sampled |Dz| times) over
+    |D| x |Dz| (seed 0), those estimated feasible, method by method."""
     cells = []
     for problem, algorithm, options in methods:
         for n_obs in sizes_d:

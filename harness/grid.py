@@ -38,7 +38,7 @@ from algorithms.cost import DEFAULT_ITERATION_S, ProblemSize, iteration_seconds
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
 from algorithms.options import declared_options, validate_options
 from analysis.study import installed_studies, load_study
-from harness.complexity import SIZES_D, SIZES_Z, complexity_cells, estimate_timing_seconds
+from harness.complexity import estimate_timing_seconds
 from harness.spec import RISKS, CellSpec
 from problems import PROBLEMS, DiscreteZ, build_problem
 from problems.checks import positive_int
@@ -50,37 +50,20 @@ class GridError(ValueError):
     """A grid that cannot be built (bad file, unknown name, bad value): reported as one line."""
 
 
-#: Problems and algorithms that later issues register. A grid may name them before they exist; their
-#: cells are then "not available". Any other unregistered name is a typo and an error.
-PLANNED_PROBLEMS = (
-    "branin-1-1-continuous", "goldstein-1-1-continuous", "hartmann-1-2-continuous",
-    "hartmann-2-1-continuous", "portfolio-3-2", "robot-push-3-2",
-)
-PLANNED_ALGORITHMS = ("rhokg-apx",)
-
 SMOKE_SEEDS = 2
 SMOKE_ITERATIONS = 3
-#: Reduced search effort for the smoke grid (the estimators are unchanged): at the paper's settings
-#: one rho-KG^apx iteration takes 10 to 30 s, which alone would exceed the smoke grid's budget.
-SMOKE_OPTIONS: dict[str, dict] = {
-    "rhokg-apx": {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100},
-    "rhokg-apx-released": {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100},
-    # BoTorch's one-shot KG has a fixed cost per evaluation: the smallest settings that still run
-    # its whole path (about 1 s a proposal instead of 10)
-    "botorch-risk": {"num_fantasies": 2, "num_restarts": 1, "raw_samples": 8, "inner_samples": 16,
-                     "maxiter": 10, "n_w": 10, "n_w_rec": 20},
-}
-#: The same for V-UCB on a continuous Z, whose LNSO and pinball estimates take 2-5 s an iteration
-#: at their defaults: fewer training, x and lacing-value steps (about 0.5 s an iteration).
-_LNSO_SMOKE = {"train_steps": 60, "retrain_steps": 20, "x_steps": 30, "var_steps": 50, "lv_steps": 50}
-SMOKE_OPTIONS_CONTINUOUS: dict[str, dict] = {"vucb-prob": _LNSO_SMOKE, "vucb-unif": _LNSO_SMOKE}
 
 
 def smoke_options(algorithm: str, continuous: bool) -> dict | None:
-    """The smoke grid's options of ``algorithm`` on a problem with a continuous Z or not."""
-    if continuous and algorithm in SMOKE_OPTIONS_CONTINUOUS:
-        return SMOKE_OPTIONS_CONTINUOUS[algorithm]
-    return SMOKE_OPTIONS.get(algorithm)
+    """The smoke grid's options of ``algorithm`` on a problem with a continuous Z or not: the reduced
+    search effort its class declares (:meth:`algorithms.Algorithm.reduced_options`; the estimators
+    are unchanged), None for its defaults or for a name that does not import here."""
+    try:
+        factory = algorithm_factory(algorithm)
+    except (KeyError, ValueError):
+        return None
+    return factory.reduced_options("continuous" if continuous else "discrete")
+
 
 BELOW_MIN_MASS = "below-min-mass"
 
@@ -172,24 +155,17 @@ def smoke_grid() -> Grid:
                 f"risk measure it optimizes, {SMOKE_SEEDS} seeds, {SMOKE_ITERATIONS} iterations")
 
 
-def complexity_grid() -> Grid:
-    """Timing cells of the complexity study (:mod:`harness.complexity`): one acquisition step and
-    one GP fit per method, ``|D| x |Dz|``, 5 timed repeats each."""
-    cells = tuple(complexity_cells())
-    return Grid("complexity", cells, "timing cells: GP fit and one proposal over |D| in "
-                f"{list(SIZES_D)} x |Dz| in {list(SIZES_Z)}, 5 repeats each (see harness/complexity.py)")
-
-
 #: The engine's own named grids: name -> factory (factories, so the registries are read when a grid
-#: is built). Studies add theirs (:func:`named_grids`).
-ENGINE_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid, "complexity": complexity_grid}
+#: is built). Studies add theirs (:func:`named_grids`), a complexity grid among them
+#: (:func:`harness.complexity.complexity_cells` builds its timing cells).
+ENGINE_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid}
 
 
 def named_grids(study: str | None = None) -> dict[str, Callable[[], Grid]]:
     """Every named grid: ``study``'s (a study's name, import path or TOML file: ``--study``) first,
-    then the smoke grid, the grids of the installed studies (:func:`analysis.study.installed_studies`,
-    in name order; a grid of a name taken before is left out), then the complexity grid. Each
-    study's grid records the study."""
+    then the smoke grid, then the grids of the installed studies
+    (:func:`analysis.study.installed_studies`, in name order; a grid of a name taken before is left
+    out). Each study's grid records the study."""
     grids: dict[str, Callable[[], Grid]] = {}
     if study is not None:  # the user's: checked before anything runs
         grids.update(_study_grids(study, check=True))
@@ -283,7 +259,7 @@ def _options(value: object, where: str) -> dict:
 def _takes_lists(algorithm: str, name: str) -> bool:
     """Whether ``algorithm`` (a registered or importable one) declares option ``name`` as a list."""
     if algorithm not in ALGORITHMS and not is_import_path(algorithm):
-        return False  # a planned name: its declaration is not known yet
+        return False  # not registered here: its declaration is not known
     try:
         declared = {o.name: o for o in declared_options(algorithm_factory(algorithm))}
     except (KeyError, ValueError):
@@ -325,13 +301,12 @@ def _risk(value: object, where: str) -> str:
     return value
 
 
-def _names(value: object, registered: Iterable[str], planned: Iterable[str], kind: str,
-           where: str) -> list[str]:
+def _names(value: object, registered: Iterable[str], kind: str, where: str) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise GridError(f"{where}: {kind}s must be a non-empty list of names, got {value!r}")
-    valid = list(registered) + [p for p in planned if p not in registered]
+    valid = list(registered)
     for name in value:
         if is_import_path(name):  # the user's own: it must import and be of the right kind now
             try:
@@ -354,7 +329,7 @@ def _check_options(problem: str, algorithm: str, options: dict, where: str, risk
     known = (problem in PROBLEMS or is_import_path(problem)) and (
         algorithm in ALGORITHMS or is_import_path(algorithm))
     if not known:
-        return  # a planned name: checked when it exists
+        return  # not registered here: its cells are not available, checked when it exists
     try:
         factory = algorithm_factory(algorithm)
         validate_options(algorithm, factory, options)
@@ -404,8 +379,8 @@ def _block_cells(block: dict, defaults: dict, where: str, room: int) -> list[Cel
     for key in ("problems", "algorithms"):
         if key not in block:
             raise GridError(f"{where}: missing key {key!r}")
-    problems = _names(block["problems"], PROBLEMS, PLANNED_PROBLEMS, "problem", where)
-    algorithms = _names(block["algorithms"], ALGORITHMS, PLANNED_ALGORITHMS, "algorithm", where)
+    problems = _names(block["problems"], PROBLEMS, "problem", where)
+    algorithms = _names(block["algorithms"], ALGORITHMS, "algorithm", where)
     seeds = _seeds(block["seeds"], where) if "seeds" in block else defaults["seeds"]
     iterations = _iterations(block["iterations"], where) if "iterations" in block else defaults["iterations"]
     alpha = _alpha(block["alpha"], where) if "alpha" in block else defaults["alpha"]
@@ -499,7 +474,7 @@ def _optimizes(algorithm: str, risk: str) -> bool:
     try:
         return risk in getattr(algorithm_factory(algorithm), "risks", frozenset({DEFAULT_RISK}))
     except (KeyError, ValueError):
-        return False  # a planned or broken name: running it fails it with its own message
+        return False  # an unregistered or broken name: running it fails it with its own message
 
 
 def select(cells: Iterable[CellSpec], pattern: str) -> list[CellSpec]:
@@ -514,12 +489,21 @@ def select(cells: Iterable[CellSpec], pattern: str) -> list[CellSpec]:
 #: Seconds of a cell besides its iterations (building the problem and the model, the initial design).
 _FIXED_S = 1.0
 #: The harness's own seconds an iteration on one of 2 busy cores (the GP update, the recommendation's
-#: regret against the true objective): random search's measured rate, whose proposals cost nothing
-#: (0.05 s on the synthetic problems; more where the objective is a simulation evaluated at all of Z).
+#: regret against the true objective) where the problem does not build here; a problem declares its
+#: own (:attr:`problems.Problem.overhead_seconds`: random search's measured rate, whose proposals cost
+#: nothing).
 _HARNESS_S = 0.05
-_HARNESS_S_BY_PROBLEM = {"robot-push-3-2": 0.15, "portfolio-3-2": 0.125}
 #: The size assumed for a problem that does not build here (its cells cannot run; a guess).
 _UNKNOWN_SIZE = ProblemSize(d_x=1, d_z=1, z_size=100, n_init=10, iterations=60)
+
+
+@functools.lru_cache(maxsize=256)
+def _overhead_seconds(name: str) -> float:
+    """The harness's seconds an iteration on problem ``name`` (what it declares), or :data:`_HARNESS_S`."""
+    try:
+        return build_problem(name, with_optimum=False).overhead_seconds
+    except (KeyError, ValueError):
+        return _HARNESS_S
 
 
 @functools.lru_cache(maxsize=256)
@@ -534,14 +518,15 @@ def _problem_size(name: str, iterations: int) -> ProblemSize:
 def declared_rate(spec: CellSpec) -> float:
     """Seconds an iteration of a BO cell from what its algorithm declares
     (:func:`algorithms.cost.iteration_seconds`, its options' defaults filled in) plus the harness's
-    share; :data:`algorithms.cost.DEFAULT_ITERATION_S` for an algorithm that does not import here."""
+    share, which its problem declares (:attr:`problems.Problem.overhead_seconds`);
+    :data:`algorithms.cost.DEFAULT_ITERATION_S` for an algorithm that does not import here."""
     size = _problem_size(spec.problem, cell_iterations(spec))
     try:
         factory = algorithm_factory(spec.algorithm)
     except (KeyError, ValueError):
         factory = None
     seconds = iteration_seconds(factory, size, dict(spec.options)) if factory else DEFAULT_ITERATION_S
-    return _HARNESS_S_BY_PROBLEM.get(spec.problem, _HARNESS_S) + seconds
+    return _overhead_seconds(spec.problem) + seconds
 
 
 def measured_rate(spec: CellSpec, measured: Mapping[tuple, float]) -> float | None:

@@ -98,6 +98,10 @@ class Problem:
         description: one line on where the problem comes from.
         quadrature_nodes: nodes per axis of the true VaR under a continuous Z (default
             :data:`QUADRATURE` by d_z; more for an objective with sharp curvature in z).
+        overhead_seconds: rough single-core seconds a BO iteration on this problem costs besides
+            the algorithm's proposal (the model update and the regret of the recommendation, which
+            evaluates f at all of Z): 0.05 s where f is cheap, more where it is a simulation. It
+            sizes cost estimates (:func:`harness.grid.declared_rate`); it is not a result.
     """
 
     name: str
@@ -112,6 +116,7 @@ class Problem:
     optimum: Optimum | None = None
     description: str = ""
     quadrature_nodes: int | None = None
+    overhead_seconds: float = 0.05
 
     def f(self, x: Tensor, z: Tensor) -> Tensor:
         """Noise-free f(x, z) for broadcastable ``... x d_x`` and ``... x d_z``; returns ``...``."""

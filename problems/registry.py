@@ -120,8 +120,8 @@ def _optimum_from_entry(entry: dict) -> Optimum:
 
 def check_problem(key: str, problem: object) -> Problem:
     """``problem`` if it is a :class:`Problem` the runner can use, else a one-line ``ValueError``
-    naming ``key``: dimensions that match its Z, alpha in (0, 1), a non-negative noise, at least one
-    initial point and one iteration, a callable objective."""
+    naming ``key``: dimensions that match its Z, alpha in (0, 1), a non-negative noise and overhead,
+    at least one initial point and one iteration, a callable objective."""
     if not isinstance(problem, Problem):
         raise ValueError(f"problem {key!r} is of type {type(problem).__name__}, not a problems.Problem "
                          "(nor a function of no arguments that returns one)")
@@ -138,6 +138,8 @@ def check_problem(key: str, problem: object) -> Problem:
         raise ValueError(f"{where}: noise_std must be >= 0, got {problem.noise_std!r}")
     for field in ("n_init", "iterations"):
         positive_int(where, field, getattr(problem, field))
+    if not problem.overhead_seconds >= 0.0:
+        raise ValueError(f"{where}: overhead_seconds must be >= 0, got {problem.overhead_seconds!r}")
     if not callable(problem.objective):
         raise ValueError(f"{where}: objective must be callable, got {problem.objective!r}")
     return problem

@@ -76,3 +76,35 @@ def test_no_private_names_imported_across_modules() -> None:
         for target, names in targets:
             private = [n for n in names if n.startswith("_") and not n.startswith("__")]
             assert not private, f"{module} imports private {private} from {target}"
+
+
+def _string_constants(tree: ast.AST) -> list[ast.Constant]:
+    """The string constants of a module that are not docstrings (of the module, a class or a
+    function): what its code names."""
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docstrings.add(id(body[0].value))
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Constant)
+            and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_the_engine_names_no_problem_algorithm_or_claim_of_a_study() -> None:
+    """harness/ and analysis/ name no registered problem, no registered algorithm and no claim id
+    (C1, C2, ...) in code: those are a study's (studies/), which the engine receives as data.
+    Docstrings and comments may use them as examples."""
+    import re
+
+    from algorithms import ALGORITHMS
+    from problems import PROBLEMS
+
+    names = set(PROBLEMS) | set(ALGORITHMS)
+    found = []
+    for package in ("harness", "analysis"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in _string_constants(ast.parse(path.read_text())):
+                if node.value in names or re.fullmatch(r"C[0-9]+", node.value):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert not found, "the engine names a study's problems, algorithms or claims:\n" + "\n".join(found)

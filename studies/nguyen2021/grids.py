@@ -1,7 +1,7 @@
 """The paper study's grids: every figure of the paper (``paper``, and ``quick`` at 3 seeds and a
-reduced search effort), the CVaR and BoTorch tables (``cvar``) and the sensitivity of the verdicts
-(``sensitivity``). Their cells are the cells the harness ran before the grids moved here: same specs,
-same hashes.
+reduced search effort), the CVaR and BoTorch tables (``cvar``), the sensitivity of the verdicts
+(``sensitivity``) and the timing cells of the complexity study (``complexity``). Their cells are the
+cells the harness ran before the grids moved here: same specs, same hashes.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 
 from harness.grid import BELOW_MIN_MASS, Grid, cell_block, smoke_options
 from harness.spec import CellSpec
+from studies.nguyen2021.complexity import complexity_grid
 
 SYNTHETIC_DISCRETE = ("branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann-1-2-discrete",
                       "hartmann-2-1-discrete")
@@ -167,7 +168,9 @@ def sensitivity_grid() -> Grid:
                 "rho-KG^apx as released, random; Branin-(1,1) and Hartmann-(1,2) discrete, 10 seeds")
 
 
-#: The study's named grids: name -> factory.
+#: The study's named grids: name -> factory (the complexity grid's timing cells:
+#: :mod:`studies.nguyen2021.complexity`).
 GRIDS: dict[str, Callable[[], Grid]] = {"quick": quick_grid, "paper": paper_grid,
                                         "paper-extra": paper_extra_grid,
-                                        "sensitivity": sensitivity_grid, "cvar": cvar_grid}
+                                        "sensitivity": sensitivity_grid, "cvar": cvar_grid,
+                                        "complexity": complexity_grid}

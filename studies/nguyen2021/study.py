@@ -8,6 +8,7 @@ tested is the engine's (:mod:`analysis.claims`).
 from __future__ import annotations
 
 from analysis.study import Beats, Cheaper, Claim, Figure, OnPar, SameQueries, Study
+from studies.nguyen2021.complexity import COMPLEXITY
 from studies.nguyen2021.grids import GRIDS
 
 DISCRETE = ("branin-1-1-discrete", "goldstein-1-1-discrete", "hartmann-1-2-discrete",
@@ -71,4 +72,6 @@ STUDY = Study(
     colours={"vucb-unif": 0, "vucb-prob": 1, "rhokg-apx": 2, "stableopt": 3, "cvucb": 4, "botorch-risk": 5,
              "random": 7},
     description="Value-at-Risk Optimization with Gaussian Processes (Nguyen, Dai, Low, Jaillet; ICML 2021)",
+    # the paper's cost formulas (Section 3.2) against the timings of the complexity grid
+    complexity=COMPLEXITY,
 )

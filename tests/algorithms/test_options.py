@@ -250,3 +250,15 @@ def test_the_rhokg_cost_model_follows_its_measured_evaluations(monkeypatch: pyte
             counted[r] = (counts["all"] / 2, model)
         measured_ratio, model_ratio = counted[4][0] / counted[1][0], counted[4][1] / counted[1][1]
         assert measured_ratio > 2 and 0.5 < model_ratio / measured_ratio < 2, (problem, counted)
+
+
+@pytest.mark.parametrize("key", list(ALGORITHMS))
+def test_a_declared_reduced_effort_is_valid_options_on_each_kind_of_z(key: str) -> None:
+    """What :meth:`Algorithm.reduced_options` declares (the smoke grid's effort) names declared
+    options with valid values, and the algorithm builds with them on each kind of Z it handles."""
+    factory = ALGORITHMS[key]
+    for kind in sorted(factory.z_kinds):
+        reduced = factory.reduced_options(kind)
+        if reduced is not None:
+            validate_options(key, factory, reduced)
+            _build(key, kind, **reduced)

@@ -1,10 +1,13 @@
-"""The log-log slope fit against timings with a known exponent."""
+"""The log-log slope fit against timings with a known exponent, and the paper study's formulas and
+labels (studies/nguyen2021/complexity.py) as the report uses them."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.complexity import PAPER_EXPONENTS, fit_slope, slope_table
+from analysis.complexity import NO_COMPLEXITY, fit_slope, method_label, slope_table
+from analysis.study import Complexity
+from studies.nguyen2021.complexity import COMPLEXITY, PAPER_EXPONENTS
 
 
 def test_an_exact_power_law_gives_its_exponent_and_a_zero_width_interval() -> None:
@@ -52,18 +55,26 @@ def test_the_table_compares_with_the_paper() -> None:
         pd.DataFrame({"method": "rhokg-apx", "varied": "Dz", "size": sizes, "fixed": 40,
                       "seconds": 1e-7 * sizes**3.4}),
     ])
-    table = slope_table(frame).set_index("method")
+    table = slope_table(frame, complexity=COMPLEXITY).set_index("method")
     assert table.loc["vucb-prob", "slope"] == pytest.approx(0.8)
     assert table.loc["vucb-prob", "paper_exponent"] == PAPER_EXPONENTS[("vucb-prob", "Dz")][0] == 1.0
     assert bool(table.loc["vucb-prob", "within_paper"]) is True
     assert bool(table.loc["rhokg-apx", "within_paper"]) is False  # 3.4 exceeds the predicted 3
+    # without a study's formulas: the fit alone
+    bare = slope_table(frame).set_index("method")
+    assert bare.loc["vucb-prob", "slope"] == pytest.approx(0.8)
+    assert bare[["formula_slope", "paper_exponent"]].isna().all().all()
+    assert bare["within_paper"].isna().all() and (bare["paper_term"] == "").all()
 
 
 def test_formula_slopes_follow_the_regime_of_the_paper_formulas() -> None:
-    from analysis.complexity import formula_slope
+    from analysis.complexity import formula_slope as slope_of
 
     d = np.array([10.0, 20.0, 40.0, 80.0, 160.0])
     z = np.array([16.0, 64.0, 256.0, 1024.0])
+    def formula_slope(method, varied, fixed, sizes):  # the paper's formulas
+        return slope_of(method, varied, fixed, sizes, COMPLEXITY)
+
     assert formula_slope("gp-fit", "D", 64, d) == pytest.approx(3.0, abs=1e-12)
     # V-UCB: |Dz| (|D|^2 + log |Dz|) is linear in |Dz| up to the slowly varying log term ...
     assert 1.0 <= formula_slope("vucb-prob", "Dz", 40, z) <= 1.01
@@ -80,6 +91,18 @@ def test_formula_slopes_follow_the_regime_of_the_paper_formulas() -> None:
     assert formula_slope("rhokg-apx", "Dz", 160, np.array([1.0, 2.0])) < 1.2
     assert formula_slope("rhokg-apx", "Dz", 10, np.array([1e4, 2e4])) > 2.9
     assert np.isnan(formula_slope("vucb-prob (continuous Z, LNSO)", "D", 64, d))
+    assert np.isnan(slope_of("vucb-prob", "D", 64, d))  # no study, no formula
+
+
+def test_a_method_is_labelled_by_its_algorithm_and_kind_of_z_unless_the_study_says_more() -> None:
+    assert method_label("vucb-prob", "discrete") == "vucb-prob"
+    assert method_label("vucb-prob", "continuous") == "vucb-prob (continuous Z)"
+    assert method_label("vucb-prob", "continuous", COMPLEXITY) == "vucb-prob (continuous Z, LNSO)"
+    assert method_label("vucb-unif", "continuous", COMPLEXITY) == "vucb-unif (continuous Z, LNSO)"
+    assert method_label("vucb-prob-saa", "continuous", COMPLEXITY) == "vucb-prob-saa (continuous Z)"
+    mine = Complexity(labels={("mine", "discrete"): "my method"})
+    assert method_label("mine", "discrete", mine) == "my method"
+    assert method_label("mine", "discrete", NO_COMPLEXITY) == "mine"
 
 
 def test_timing_points_recover_known_exponents_in_both_sizes() -> None:

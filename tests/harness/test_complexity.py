@@ -34,6 +34,7 @@ from harness.results import (
     spec_hash,
 )
 from harness.store import write_cell
+from studies.nguyen2021.complexity import METHODS
 
 
 def timing(problem: str, algorithm: str, n_obs: int, n_z: int, repeats: int = 2, **options) -> CellSpec:
@@ -136,7 +137,8 @@ def test_the_grid_covers_every_feasible_size_and_says_where_it_stops() -> None:
             if (c.problem, c.algorithm) == ("branin-1-1-discrete", "vucb-prob")}
     assert len(vucb) == len(SIZES_D) * len(SIZES_Z)  # V-UCB is timed everywhere
     assert all(dict(c.options)["repeats"] == 5 for c in cells)
-    assert len(complexity_cells(sizes_d=(10,), sizes_z=(16,), repeats=2)) == 5
+    assert len(complexity_cells(METHODS, sizes_d=(10,), sizes_z=(16,), repeats=2)) == 5
+    assert resolve_grid("complexity").study == "nguyen2021"  # the paper study's: its methods
 
 
 @pytest.mark.slow

@@ -60,7 +60,8 @@ def test_smoke_grid_end_to_end(tmp_path: Path) -> None:
     assert report.returncode == 0, report.stderr[-2000:]
     final = pd.read_csv(tmp_path / "report" / "final_table.csv")
     assert set(final.loc[final["target"] == "cvar", "problem"]) == {c.problem for c in cells}
-    assert set(final.loc[final["target"] == "mean", "problem"]) == {c.problem for c in cells if c.risk == "mean"}
+    assert set(final.loc[final["target"] == "mean", "problem"]) == {
+        c.problem for c in cells if c.risk == "mean"}
     for stem in ("fig_cvar_discrete", "fig_cvar_continuous", "fig_cvar_simulated"):
         assert (tmp_path / "report" / f"{stem}.png").stat().st_size > 1000
 

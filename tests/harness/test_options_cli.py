@@ -151,6 +151,29 @@ def test_the_estimate_comes_from_the_declared_model() -> None:
     assert sum(estimate_seconds(c) for c in paper) / 3600 == pytest.approx(11.8, abs=0.3)
 
 
+def test_the_harness_share_of_an_iteration_is_what_the_problem_declares(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """declared_rate adds the problem's overhead_seconds (0.05 s by default) to the algorithm's model;
+    a problem that does not build here gets the default."""
+    from dataclasses import replace
+
+    from harness import grid
+    from problems import PROBLEMS, build_problem
+
+    cell = CellSpec.make("branin-1-1-discrete", "random", 0, 10)
+    base = declared_rate(cell)
+    assert build_problem(cell.problem, with_optimum=False).overhead_seconds == 0.05
+    slow = replace(build_problem(cell.problem, with_optimum=False), overhead_seconds=0.55)
+    monkeypatch.setitem(PROBLEMS, cell.problem, lambda: slow)
+    grid._overhead_seconds.cache_clear()
+    try:
+        assert declared_rate(cell) == pytest.approx(base + 0.5)
+    finally:
+        grid._overhead_seconds.cache_clear()
+    unknown = CellSpec.make("no-such-problem", "random", 0, 10)
+    assert declared_rate(unknown) == pytest.approx(base)
+
+
 def test_measured_rates_count_for_cells_with_the_same_options_and_scale_for_others() -> None:
     full = CellSpec.make("branin-1-1-discrete", "rhokg-apx", 0)
     reduced = next(c for c in resolve_grid("quick").cells

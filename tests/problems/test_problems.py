@@ -111,3 +111,17 @@ def test_initial_design_depends_on_problem_and_seed_only(name: str) -> None:
         assert all(bool((support == zi).all(-1).any()) for zi in z1)
     else:  # uniform over the support box
         assert bool(((z1 >= p.z.lower) & (z1 <= p.z.upper)).all())
+
+
+def test_a_problem_declares_a_non_negative_overhead_for_cost_estimates() -> None:
+    """overhead_seconds (the harness's seconds an iteration besides the proposal) is 0.05 s unless a
+    problem declares more; a negative one is refused in one line."""
+    from dataclasses import replace
+
+    from problems import check_problem
+
+    overheads = {name: build_problem(name, with_optimum=False).overhead_seconds for name in PROBLEMS}
+    assert all(v >= 0.05 for v in overheads.values())
+    problem = build_problem("branin-1-1-discrete", with_optimum=False)
+    with pytest.raises(ValueError, match="overhead_seconds must be >= 0, got -1"):
+        check_problem("mine", replace(problem, overhead_seconds=-1.0))
