@@ -500,7 +500,7 @@ def _timing_section(doc: Document, timing: pd.DataFrame, ratios: pd.DataFrame, f
     doc.para("Per-iteration times over iterations >= 1 (median and interquartile range, seconds); total "
              "cell time = the sum of t_fit_s, t_acq_s, t_rec_s and t_eval_s over a cell's rows (median and "
              "IQR over cells). Ratios: for each pair a 'cheaper' claim of the study names, the costlier "
-             "series' median (column rhokg) / the cheaper series' median (column vucb).")
+             "series' median / the cheaper series' median.")
     _, title, fig_paths = figures[-1]
     doc.figure(title, fig_paths["png"], fig_paths["pdf"])
     doc.table(timing)

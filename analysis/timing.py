@@ -39,12 +39,11 @@ def timing_table(frame: pd.DataFrame) -> pd.DataFrame:
                   "fit_s_q25", "fit_s_q75", "total_s_median", "total_s_q25", "total_s_q75"]]
 
 
-#: The ratio table's keys and columns. ``rhokg`` and ``vucb`` name the costlier and the cheaper
-#: series, after the pair of the first study (rho-KG^apx against V-UCB): the published tables keep
-#: these names.
+#: The ratio table's keys and columns: the costlier and the cheaper series of a pair, the ratios of
+#: their medians and their numbers of cells.
 _RATIO_KEYS = ["problem", "alpha", "target", "iterations"]
-RATIO_COLUMNS = [*_RATIO_KEYS, "rhokg", "vucb", "acq_ratio", "fit_ratio", "total_ratio", "n_cells_vucb",
-                 "n_cells_kg"]
+RATIO_COLUMNS = [*_RATIO_KEYS, "costlier", "cheaper", "acq_ratio", "fit_ratio", "total_ratio",
+                 "n_cells_cheaper", "n_cells_costlier"]
 
 
 def cost_pairs(study: Study) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
@@ -68,15 +67,15 @@ def cost_pairs(study: Study) -> list[tuple[tuple[str, ...], tuple[str, ...], tup
 def ratio_table(timing: pd.DataFrame, study: Study = NO_STUDY) -> pd.DataFrame:
     """Costlier / cheaper ratios of the medians of :func:`timing_table`, for every pair of the
     study's "cheaper" claims (:func:`cost_pairs`), per problem, alpha, target, iterations, costlier
-    series (``rhokg``: any options) and cheaper series (``vucb``: default options; every series of
+    series (``costlier``: any options) and cheaper series (``cheaper``: default options; every series of
     the cheaper algorithms where a problem has none with default options). Empty when no problem has
     both, or the study claims nothing cheaper."""
     frames = [_pair_ratios(timing, *pair) for pair in cost_pairs(study)]
     frames = [f for f in frames if not f.empty]
     if not frames:
         return pd.DataFrame(columns=RATIO_COLUMNS)
-    out = pd.concat(frames, ignore_index=True).drop_duplicates([*_RATIO_KEYS, "rhokg", "vucb"])
-    return out.sort_values([*_RATIO_KEYS, "rhokg", "vucb"]).reset_index(drop=True)
+    out = pd.concat(frames, ignore_index=True).drop_duplicates([*_RATIO_KEYS, "costlier", "cheaper"])
+    return out.sort_values([*_RATIO_KEYS, "costlier", "cheaper"]).reset_index(drop=True)
 
 
 def _pair_ratios(timing: pd.DataFrame, problems: tuple[str, ...], cheaper: tuple[str, ...],
@@ -85,20 +84,20 @@ def _pair_ratios(timing: pd.DataFrame, problems: tuple[str, ...], cheaper: tuple
     keys = _RATIO_KEYS
     if problems:
         timing = timing.loc[timing["problem"].isin(problems)]
-    kg = timing.loc[timing["algorithm"].isin(costlier)]
-    vucb = timing.loc[timing["algorithm"].isin(cheaper)]
-    has_default = vucb.loc[vucb["options"] == "{}", keys].drop_duplicates().assign(_default=True)
-    vucb = vucb.merge(has_default, on=keys, how="left")
-    vucb = vucb.loc[(vucb["options"] == "{}") | vucb["_default"].isna()].drop(columns="_default")
-    merged = vucb.merge(kg, on=keys, suffixes=("", "_kg"))
+    dear = timing.loc[timing["algorithm"].isin(costlier)]
+    cheap = timing.loc[timing["algorithm"].isin(cheaper)]
+    has_default = cheap.loc[cheap["options"] == "{}", keys].drop_duplicates().assign(_default=True)
+    cheap = cheap.merge(has_default, on=keys, how="left")
+    cheap = cheap.loc[(cheap["options"] == "{}") | cheap["_default"].isna()].drop(columns="_default")
+    merged = cheap.merge(dear, on=keys, suffixes=("", "_dear"))
     out = merged[keys].copy()
-    out["rhokg"] = [series_name(a, o) for a, o in zip(merged["algorithm_kg"], merged["options_kg"],
-                                                       strict=True)]
-    out["vucb"] = [series_name(a, o) for a, o in zip(merged["algorithm"], merged["options"], strict=True)]
+    out["costlier"] = [series_name(a, o) for a, o in zip(merged["algorithm_dear"], merged["options_dear"],
+                                                          strict=True)]
+    out["cheaper"] = [series_name(a, o) for a, o in zip(merged["algorithm"], merged["options"], strict=True)]
     for prefix in ("acq_s", "fit_s", "total_s"):
-        out[f"{prefix.split('_')[0]}_ratio"] = merged[f"{prefix}_median_kg"] / merged[f"{prefix}_median"]
-    out["n_cells_vucb"] = merged["n_cells"]
-    out["n_cells_kg"] = merged["n_cells_kg"]
+        out[f"{prefix.split('_')[0]}_ratio"] = merged[f"{prefix}_median_dear"] / merged[f"{prefix}_median"]
+    out["n_cells_cheaper"] = merged["n_cells"]
+    out["n_cells_costlier"] = merged["n_cells_dear"]
     return out[RATIO_COLUMNS]
 
 

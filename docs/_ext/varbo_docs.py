@@ -170,6 +170,7 @@ class AlgorithmOptions(SphinxDirective):
 REPRODUCTION_LINKS = {
     "../../README.md#analysis": "explanation/claims.md",
     "../explanation/claims.md": "explanation/claims.md",
+    "../explanation/sensitivity.md": "explanation/sensitivity.md",
 }
 
 
@@ -181,8 +182,8 @@ def rewrite_reproduction(app: Sphinx, relative_path: Path, parent_docname: str, 
     text = content[0]
     for old, new in REPRODUCTION_LINKS.items():
         text = text.replace(f"]({old})", f"]({new})")
-    # [`paper/`](paper/), [`paper/constraints.txt`](paper/constraints.txt): code, not links
-    text = re.sub(r"\[(`[^`\]]+`)\]\((paper/[^)]*)\)", r"\1", text)
+    # [`paper/`](paper/), [`paper-extra/_report/`](paper-extra/_report/): code, not links
+    text = re.sub(r"\[(`[^`\]]+`)\]\((paper(?:-extra)?/[^)]*)\)", r"\1", text)
     content[0] = text
 
 

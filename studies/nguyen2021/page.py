@@ -27,6 +27,8 @@ from harness.results import read_metadata, result_files
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "reproduction" / "paper"
+#: The paper-extra run (seeds 0-29 where 30 decide), published beside the paper run.
+EXTRA = ROOT / "docs" / "reproduction" / "paper-extra"
 PAGE = ROOT / "docs" / "reproduction" / "README.md"
 README = ROOT / "README.md"
 BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end generated: \2 -->)", re.S)
@@ -145,21 +147,54 @@ def summary_block(overall: pd.DataFrame, results: Path, n_grid: int, readme: Pat
     ])
 
 
+def extra_block(paper: pd.DataFrame, extra: pd.DataFrame) -> str:
+    """The sub-claims the paper-extra run gave more seeds, at the paper run's 10 seeds (its Holm
+    adjusted p and verdict) and at 30. At 30 the p is Bonferroni-adjusted over the sub-claim's family
+    in the paper run (``family``: the claim's sub-claims on one statistic), which stays valid
+    whatever the family's other members, still at 10 seeds, would show; the extra run's own report
+    adjusts within the smaller family it holds, so its verdicts are the less conservative ones."""
+    keys = ["claim", "problem", "comparison", "statistic"]
+    paper = paper.loc[paper["variant"] == "default"]
+    extra = extra.loc[(extra["variant"] == "default") & extra["claim"].isin(paper["claim"])]
+    both = paper.merge(extra, on=keys, suffixes=("_10", "_30"))
+    both = both.loc[both["n_seeds_30"] > both["n_seeds_10"]]
+    k = both["family_10"]
+    p30 = (both["p_value_30"] * k).clip(upper=1.0)
+    against30 = (both["p_against_30"] * k).clip(upper=1.0)
+    verdict30 = pd.Series("inconclusive", index=both.index)
+    verdict30[against30 < 0.05] = "not reproduced"
+    verdict30[p30 < 0.05] = "reproduced"
+    table = pd.DataFrame({
+        **{key: both[key] for key in keys},
+        "effect (10)": both["effect_mean_10"], "p Holm (10)": both["p_holm_10"],
+        "verdict (10)": both["verdict_10"].map(VERDICT_MARK),
+        "seeds": both["n_seeds_30"], "effect (30)": both["effect_mean_30"], "p (30)": both["p_value_30"],
+        "p x family (30)": p30, "verdict (30)": verdict30.map(VERDICT_MARK)})
+    return _md_table(table)
+
+
 def final_block(final: pd.DataFrame) -> str:
     """The final-iteration table, one row per series (mean log10 regret, 70 % band, seconds)."""
     return _md_table(final)
 
 
-def blocks(results: Path, readme: Path = README, page: Path = PAGE) -> dict[str, str]:
-    """Every generated block's content, by name (the README's links relative to ``readme``)."""
+def blocks(results: Path, readme: Path = README, page: Path = PAGE, extra: Path | None = None,
+           ) -> dict[str, str]:
+    """Every generated block's content, by name (the README's links relative to ``readme``); the
+    ``extra`` blocks when that folder (default: ``paper-extra`` beside ``results``) has a report."""
+    extra = extra if extra is not None else results.parent / EXTRA.name
     report = results / "_report"
     overall = pd.read_csv(report / "claims_overall.csv")
+    claims = pd.read_csv(report / "claims.csv")
     out = {"provenance": provenance_block(results), "verdicts": verdict_block(overall),
-           "subclaims": subclaim_block(pd.read_csv(report / "claims.csv")),
+           "subclaims": subclaim_block(claims),
            "final": final_block(pd.read_csv(report / "final_table.csv")),
            "reproduction": summary_block(overall, results, _grid_size(results), readme, page)}
-    for stem, title, statement, claims in FIGURES:
-        out[stem] = figure_block(stem, title, statement, claims, overall)
+    for stem, title, statement, figure_claims in FIGURES:
+        out[stem] = figure_block(stem, title, statement, figure_claims, overall)
+    if (extra / "_report" / "claims.csv").is_file():
+        out["extra"] = extra_block(claims, pd.read_csv(extra / "_report" / "claims.csv"))
+        out["extra-provenance"] = provenance_block(extra)
     return out
 
 
@@ -185,6 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS, help="the published results folder")
     parser.add_argument("--page", type=Path, default=PAGE, help="the page to rewrite")
+    parser.add_argument("--extra", type=Path, default=None,
+                        help="the paper-extra results folder (default: paper-extra beside --results)")
     parser.add_argument("--readme", type=Path, default=README,
                         help="the project README, whose 'reproduction' block summarizes the page")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block differs")
@@ -193,7 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    made = blocks(args.results.resolve(), args.readme.resolve(), args.page.resolve())
+    made = blocks(args.results.resolve(), args.readme.resolve(), args.page.resolve(),
+                  args.extra.resolve() if args.extra is not None else None)
     stale = []
     for path in (args.page, args.readme):
         text = path.read_text()

@@ -1,6 +1,7 @@
 """The report on a small real results folder: files exist, numbers match the stored rows, loud failures."""
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -51,13 +52,22 @@ def test_report_files_and_numbers(results: Path, tmp_path: Path) -> None:
     for name in ("report.md", "report.html", "bands.csv", "bands.parquet", "timing.csv", "timing_ratio.csv",
                  "claims.csv", "claims_overall.csv", "final_regret.csv", "final_table.csv"):
         assert (out / name).is_file(), name
-    for stem in ("fig3_discrete", "fig4_continuous", "fig5_simulated", "fig_alpha0", "fig_timing"):
+    for stem in ("fig3_discrete", "fig_alpha0", "fig_timing"):
         assert (out / f"{stem}.png").stat().st_size > 1000 and (out / f"{stem}.pdf").is_file()
+    # Figures 4 and 5: the folder's grid plans none of their problems, so they are not drawn
+    assert not (out / "fig4_continuous.png").exists() and not (out / "fig5_simulated.png").exists()
     html = (out / "report.html").read_text()
-    # embedded: the figures with cells (Figure 3, the worst-case figure, timing); Figures 4 and 5 are
-    # drawn (empty panels) but only named, and the figures come before the claims
+    # embedded: the figures with cells (Figure 3, the worst-case figure, timing), before the claims
     assert html.count("data:image/png;base64,") == 3 and "<img src=\"fig" not in html
-    assert "No cell of this folder belongs to Figure 4: continuous Z; Figure 5" in html
+    assert "No cell of this folder belongs to" not in html
+    # without a grid record, the paper's figures are drawn all the same (empty panels) and named
+    bare = tmp_path / "bare"
+    shutil.copytree(results, bare)
+    (bare / "_grid.json").unlink()
+    assert main([str(bare), "--out", str(tmp_path / "bare-report"), "--study", "nguyen2021"]) == 0
+    assert (tmp_path / "bare-report" / "fig5_simulated.png").stat().st_size > 1000
+    assert "No cell of this folder belongs to Figure 4: continuous Z; Figure 5" in (
+        tmp_path / "bare-report" / "report.html").read_text()
     assert html.index("data:image/png") < html.index('<h2 id="claims">')
     assert '<a href="#regret-curves">Regret curves</a>' in html and '<h2 id="regret-curves">' in html
     assert "[Claims in detail](#claims-in-detail)" in (out / "report.md").read_text()

@@ -34,7 +34,7 @@ def test_the_ratios_are_the_costlier_median_over_the_cheaper_one() -> None:
                       ("q", "fast", "{}", 1.0)])  # no costlier series on q
     table = ratio_table(timing, STUDY)
     assert list(table.columns) == RATIO_COLUMNS
-    got = {(r.rhokg, r.vucb): r.acq_ratio for r in table.itertuples()}
+    got = {(r.costlier, r.cheaper): r.acq_ratio for r in table.itertuples()}
     # the cheaper side at its default options only (one exists); the costlier side at any options
     assert got == pytest.approx({("slow", "fast"): 4.0, ("slow", "quick"): 16.0,
                                  ("slow-variant (maxiter=5)", "fast"): 2.0,

@@ -74,3 +74,26 @@ def test_check_tells_a_page_whose_blocks_differ(tmp_path: Path) -> None:
     assert ("- **Reproduced:** C7\n- **Not reproduced:** none\n"
             "- **Inconclusive:** C1; **not run yet:** none") in summary
     assert "in progress: 1 of 2 cells so far" in summary and "_report/fig3_discrete.png" in summary
+
+
+def test_the_extra_seeds_block_adjusts_by_the_paper_runs_family() -> None:
+    """At 30 seeds a sub-claim's p is multiplied by its family's size in the paper run (Bonferroni,
+    capped at 1), and decided at 0.05 on it (or on p_against likewise); only sub-claims with more
+    seeds than in the paper run are listed."""
+    from studies.nguyen2021.page import extra_block
+
+    keys = {"claim": ["C3", "C3", "C9"], "problem": ["h", "b", "h"],
+            "comparison": ["p vs u", "p vs u", "p vs r"], "statistic": ["final"] * 3,
+            "variant": ["default"] * 3}
+    paper = pd.DataFrame({**keys, "n_seeds": [10, 10, 10], "effect_mean": [-0.9, -0.4, -0.6],
+                          "p_holm": [0.13, 0.5, 0.3], "verdict": ["inconclusive"] * 3, "family": [4, 4, 5],
+                          "p_value": [0.03, 0.4, 0.07], "p_against": [0.9, 0.6, 0.9]})
+    extra = pd.DataFrame({**keys, "n_seeds": [30, 10, 30], "effect_mean": [-0.87, -0.4, -0.65],
+                          "p_holm": [0.004, 0.5, 0.03],
+                          "verdict": ["reproduced", "inconclusive", "reproduced"], "family": [2, 2, 2],
+                          "p_value": [0.002, 0.4, 0.017], "p_against": [0.99, 0.6, 0.99]})
+    rows = extra_block(paper, extra).splitlines()[2:]
+    assert len(rows) == 2  # Branin had no more seeds
+    cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
+    assert cells[0][:2] == ["C3", "h"] and cells[0][-2:] == ["0.008", "**reproduced**"]  # 0.002 x 4
+    assert cells[1][:2] == ["C9", "h"] and cells[1][-2:] == ["0.085", "inconclusive"]  # 0.017 x 5

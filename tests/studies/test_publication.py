@@ -18,17 +18,21 @@ from studies.nguyen2021 import page
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "docs" / "reproduction" / "paper"
-REPORT = PUBLISHED / "_report"
+EXTRA = ROOT / "docs" / "reproduction" / "paper-extra"
+#: the published folders whose tables are rebuilt: the paper run and, beside it, the extra seeds
+FOLDERS = {"paper": PUBLISHED, "paper-extra": EXTRA}
 #: the tables the test rebuilds and compares
 TABLES = ("claims", "claims_overall", "final_table")
 
 
-@pytest.fixture(scope="module")
-def rebuilt() -> dict[str, pd.DataFrame]:
-    if not REPORT.is_dir():
-        pytest.fail(f"{REPORT} is missing: the publication's report is part of the repository")
-    frame, _, _ = read_frame(PUBLISHED)
-    return report_tables(frame, results_study(PUBLISHED))
+@pytest.fixture(scope="module", params=sorted(FOLDERS))
+def published(request) -> tuple[Path, dict[str, pd.DataFrame]]:
+    """A published folder and its report's tables rebuilt from its committed rows."""
+    folder = FOLDERS[request.param]
+    if not (folder / "_report").is_dir():
+        pytest.fail(f"{folder / '_report'} is missing: the publication's report is part of the repository")
+    frame, _, _ = read_frame(folder)
+    return folder, report_tables(frame, results_study(folder))
 
 
 def _round_trip(table: pd.DataFrame, tmp_path: Path, name: str) -> pd.DataFrame:
@@ -39,8 +43,9 @@ def _round_trip(table: pd.DataFrame, tmp_path: Path, name: str) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("name", TABLES)
-def test_the_published_tables_are_what_the_committed_rows_give(rebuilt, tmp_path: Path, name: str) -> None:
-    committed = pd.read_csv(REPORT / f"{name}.csv")
+def test_the_published_tables_are_what_the_committed_rows_give(published, tmp_path: Path, name: str) -> None:
+    folder, rebuilt = published
+    committed = pd.read_csv(folder / "_report" / f"{name}.csv")
     mine = _round_trip(rebuilt[name], tmp_path, name)
     assert list(mine.columns) == list(committed.columns), f"{name}.csv: columns moved"
     assert len(mine) == len(committed), f"{name}.csv: {len(mine)} rows rebuilt, {len(committed)} committed"
@@ -72,3 +77,21 @@ def test_the_publication_is_every_cell_of_its_grid_or_says_it_is_not() -> None:
     text = (ROOT / "docs" / "reproduction" / "README.md").read_text()
     assert n_files <= 510
     assert ("the run is in progress" in text) == (n_files < 510)
+
+
+def test_the_extra_seeds_are_their_grid_whole_and_share_the_paper_runs_cells() -> None:
+    """paper-extra holds every cell of its grid, and its cells of the paper grid (seeds 0-9) are the
+    published paper run's, row for row (copied, not rerun)."""
+    import pyarrow.parquet as pq
+
+    from harness.grid import named_grids
+    from harness.results import cell_files, cell_path
+
+    grids = named_grids()
+    extra, paper = grids["paper-extra"]().cells, set(grids["paper"]().cells)
+    files, refused = cell_files(EXTRA)
+    assert not refused and len(files) == len(extra)
+    shared = [c for c in extra if c in paper]
+    assert len(shared) == len(extra) // 3  # seeds 0-9 of 0-29
+    for spec in shared:
+        assert pq.read_table(cell_path(EXTRA, spec)).equals(pq.read_table(cell_path(PUBLISHED, spec))), spec
