@@ -405,6 +405,13 @@ def _run_and_stop(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], o
         code, lost = EXIT_FAILED, True
         print(f"harness.run: error: {error}", file=sys.stderr)
         print("the cells written so far are kept; the same command resumes", file=sys.stderr)
+    except OSError as error:  # the folder refused the driver's own files (the grid record, a
+        # temporary, the lock) mid-run, e.g. made read-only: one line, not a traceback (a cell's own
+        # files failing fail that cell alone, inside the task loop)
+        code = EXIT_FAILED
+        where = f" ({error.filename})" if error.filename else ""
+        print(f"harness.run: error: cannot write to {out}: {error.strerror or error}{where}", file=sys.stderr)
+        print("the cells written so far are kept; the same command resumes", file=sys.stderr)
     finally:
         code = stop_ray(code, lost=lost)
     return code

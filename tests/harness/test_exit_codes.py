@@ -122,3 +122,19 @@ def test_dry_run_json_lists_every_cell_with_spec_hash_state_and_estimate(tmp_pat
     assert abs(sum(c["estimate_s"] for c in plan["cells"]) - plan["estimate_cpu_s"]) <= 0.05 * len(grid.cells)
     assert f"{len(grid.cells)} cells" in captured.err  # the human head line went to stderr
     assert main(["--grid", "smoke", "--json", "--out", str(tmp_path)]) == 2
+
+
+def test_a_folder_that_refuses_the_grid_record_mid_run_is_one_line_and_exit_1(
+        no_ray, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys) -> None:
+    """Found by benchmarks/chaos.py (its read-only fault): the folder turned read-only after the plan,
+    and writing _grid.json raised PermissionError out of the driver as a traceback (exit 1 all the
+    same). Now one line naming the folder, the resume hint, exit 1."""
+    def refuse(*args, **kwargs) -> None:
+        raise PermissionError(1, "Operation not permitted", str(tmp_path / "._grid.json.1.tmp"))
+
+    monkeypatch.setattr("harness.grid_cli.write_manifest", refuse)
+    code = main(["--grid", "smoke", "--only", ONLY, "--out", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err, err
+    assert f"harness.run: error: cannot write to {tmp_path}: Operation not permitted" in err
+    assert "the same command resumes" in err
