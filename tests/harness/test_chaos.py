@@ -1,0 +1,51 @@
+"""The chaos run (``benchmarks/chaos.py``): ten rounds of random faults against a small grid (every
+kind of fault once: the kinds come in seeded shuffles of the whole list), each resumed to its end.
+No cell may be lost, duplicated or differ from an undisturbed run of the grid, no driver may hang
+or leave a process of its Ray behind, and every exit code must tell the truth."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "chaos.py"
+ROUNDS = 10
+
+
+def chaos_module():
+    """``benchmarks/chaos.py`` as a module (``benchmarks`` is no package): its kinds of fault."""
+    spec = importlib.util.spec_from_file_location("chaos", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_random_faults_lose_nothing_and_every_exit_code_tells_the_truth(tmp_path: Path) -> None:
+    chaos = chaos_module()
+    report = tmp_path / "report.json"
+    # about 2 minutes a round on 2 CPUs: the reference run, then ten rounds
+    done = subprocess.run([sys.executable, str(SCRIPT), "--rounds", str(ROUNDS), "--seed", "0", "--work",
+                           str(tmp_path / "work"), "--report", str(report)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=ROUNDS * 600 + 1800)
+    print(done.stdout)
+    assert report.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
+    rounds = json.loads(report.read_text())["rounds"]
+    assert len(rounds) == ROUNDS
+    assert {r["kind"] for r in rounds} == set(chaos.KINDS), "a kind of fault was never tried"
+    # the run is meant to test resumes from checkpoints too: some cell of some round must have made one
+    assert sum(r["resumed"] for r in rounds) > 0, "no cell resumed from a checkpoint in any round"
+    for record in rounds:
+        line = chaos.round_line(record)
+        for count in ("lost", "duplicated", "differing", "unreadable", "strays", "resume_strays",
+                      "leftovers"):
+            assert record[count] == [], line
+        assert not record["hang"] and not record["resume_hang"], line
+        assert record["tracebacks"] == 0 and record["resume_tracebacks"] == 0, line  # one line, always
+        assert record["truthful"], f"exit {record['exit']}, expected {record['expected']}: {line}"
+        assert record["resume_exit"] == 0 and record["resume_truthful"], line
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
