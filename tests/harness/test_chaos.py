@@ -20,8 +20,10 @@ def chaos_module():
     """``benchmarks/chaos.py`` as a module (``benchmarks`` is no package): its kinds of fault."""
     spec = importlib.util.spec_from_file_location("chaos", SCRIPT)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    # dataclasses resolve string annotations through sys.modules[cls.__module__]: register first
+    sys.modules.setdefault("chaos", module)
+    spec.loader.exec_module(sys.modules["chaos"])
+    return sys.modules["chaos"]
 
 
 @pytest.mark.slow
