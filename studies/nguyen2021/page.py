@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.summary import pivot_tables
 from harness.results import read_metadata, result_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +31,15 @@ RESULTS = ROOT / "docs" / "reproduction" / "paper"
 #: The paper-extra run (seeds 0-29 where 30 decide), published beside the paper run.
 EXTRA = ROOT / "docs" / "reproduction" / "paper-extra"
 PAGE = ROOT / "docs" / "reproduction" / "README.md"
+#: The published run of the ``cvar`` grid, whose tables the CVaR how-to shows.
+CVAR = ROOT / "docs" / "reproduction" / "cvar"
+CVAR_PAGE = ROOT / "docs" / "how-to" / "cvar.md"
+#: The cvar grid's problems in the how-to's order, with the names its prose uses.
+CVAR_TITLES = {"branin-1-1-discrete": "Branin-(1,1) discrete",
+               "goldstein-1-1-discrete": "Goldstein-(1,1) discrete",
+               "hartmann-1-2-discrete": "Hartmann-(1,2) discrete",
+               "hartmann-2-1-discrete": "Hartmann-(2,1) discrete",
+               "branin-1-1-continuous": "Branin-(1,1) continuous"}
 README = ROOT / "README.md"
 BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end generated: \2 -->)", re.S)
 
@@ -178,11 +188,28 @@ def final_block(final: pd.DataFrame) -> str:
     return _md_table(final)
 
 
+def cvar_blocks(summary: pd.DataFrame) -> dict[str, str]:
+    """The CVaR how-to's tables from the cvar run's ``final_table.csv``: per target (``cvar``,
+    ``var``) the final log10 regret (``cvar-TARGET-regret``) and the median seconds per proposal
+    (``cvar-TARGET-seconds``), one row per problem in :data:`CVAR_TITLES`' order, one column per
+    series, the report's note (seeds per cell, options) above each."""
+    out = {}
+    for target, (regret, seconds, note) in pivot_tables(summary).items():
+        for kind, pivot in (("regret", regret), ("seconds", seconds)):
+            pivot = pivot.set_index("problem").reindex([p for p in CVAR_TITLES if p in set(pivot["problem"])])
+            table = pivot.drop(columns=["alpha", "T"]).rename(index=CVAR_TITLES).reset_index()
+            table.columns = ["problem", *(f"`{c}`" for c in table.columns[1:])]
+            out[f"cvar-{target}-{kind}"] = f"{note.rstrip('.')}.\n\n{_md_table(table)}"
+    return out
+
+
 def blocks(results: Path, readme: Path = README, page: Path = PAGE, extra: Path | None = None,
-           ) -> dict[str, str]:
+           cvar: Path | None = None) -> dict[str, str]:
     """Every generated block's content, by name (the README's links relative to ``readme``); the
-    ``extra`` blocks when that folder (default: ``paper-extra`` beside ``results``) has a report."""
+    ``extra`` blocks when that folder (default: ``paper-extra`` beside ``results``) has a report, and
+    the CVaR how-to's when ``cvar`` (default: ``cvar`` beside ``results``) has one."""
     extra = extra if extra is not None else results.parent / EXTRA.name
+    cvar = cvar if cvar is not None else results.parent / CVAR.name
     report = results / "_report"
     overall = pd.read_csv(report / "claims_overall.csv")
     claims = pd.read_csv(report / "claims.csv")
@@ -195,7 +222,20 @@ def blocks(results: Path, readme: Path = README, page: Path = PAGE, extra: Path 
     if (extra / "_report" / "claims.csv").is_file():
         out["extra"] = extra_block(claims, pd.read_csv(extra / "_report" / "claims.csv"))
         out["extra-provenance"] = provenance_block(extra)
+    if (cvar / "_report" / "final_table.csv").is_file():
+        out.update(cvar_blocks(pd.read_csv(cvar / "_report" / "final_table.csv")))
+        out["cvar-status"] = cvar_status_block(cvar)
     return out
+
+
+def cvar_status_block(cvar: Path) -> str:
+    """How much of the ``cvar`` grid the published folder holds, and what that means for the tables."""
+    n_files, n_grid = len(result_files(cvar)), _grid_size(cvar)
+    if n_files >= n_grid:
+        return f"The run is complete: {n_files} of {n_grid} cells."
+    return (f"The run is in progress: {n_files} of {n_grid} cells so far (`python -m harness.status "
+            f"docs/reproduction/cvar` lists the rest). A table's empty cell is a (problem, method) still "
+            f"to run; a note above a table names the pairs with fewer seeds than the others.")
 
 
 def _grid_size(results: Path) -> int:
@@ -224,6 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the paper-extra results folder (default: paper-extra beside --results)")
     parser.add_argument("--readme", type=Path, default=README,
                         help="the project README, whose 'reproduction' block summarizes the page")
+    parser.add_argument("--cvar-page", type=Path, default=CVAR_PAGE,
+                        help="the CVaR how-to, whose tables come from the cvar run beside --results")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block differs")
     return parser
 
@@ -233,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     made = blocks(args.results.resolve(), args.readme.resolve(), args.page.resolve(),
                   args.extra.resolve() if args.extra is not None else None)
     stale = []
-    for path in (args.page, args.readme):
+    for path in (args.page, args.readme, args.cvar_page):
         text = path.read_text()
         rendered = render(text, made)
         if rendered != text:

@@ -97,3 +97,33 @@ def test_the_extra_seeds_block_adjusts_by_the_paper_runs_family() -> None:
     cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
     assert cells[0][:2] == ["C3", "h"] and cells[0][-2:] == ["0.008", "**reproduced**"]  # 0.002 x 4
     assert cells[1][:2] == ["C9", "h"] and cells[1][-2:] == ["0.085", "inconclusive"]  # 0.017 x 5
+
+
+def _summary_row(problem: str, target: str, algorithm: str, options: str, mean: float,
+                 seconds: float) -> dict:
+    series = algorithm if options == "{}" else f"{algorithm} (beta=authors)"
+    return {"figure": "f", "problem": problem, "alpha": 0.1, "target": target, "algorithm": algorithm,
+            "options": options, "iterations": 60, "series": series, "iteration": 60, "n_seeds": 10,
+            "n_floor": 0, "mean": mean, "lower": mean - 0.25, "upper": mean + 0.25, "acq_s_median": seconds}
+
+
+def test_the_cvar_how_to_tables_put_each_number_in_its_row_and_column() -> None:
+    from studies.nguyen2021.page import cvar_blocks
+
+    summary = pd.DataFrame([
+        _summary_row("branin-1-1-continuous", "cvar", "cvucb", "{}", -1.5, 0.2),
+        _summary_row("branin-1-1-discrete", "cvar", "cvucb", "{}", -2.0, 0.07),
+        _summary_row("branin-1-1-discrete", "cvar", "cvucb", '{"beta": "authors"}', -2.25, 0.071),
+        _summary_row("branin-1-1-discrete", "cvar", "botorch-risk", "{}", -3.3, 1.92),
+        _summary_row("branin-1-1-discrete", "var", "random", "{}", -2.9, 0.000132)])
+    made = cvar_blocks(summary)
+    assert set(made) == {"cvar-cvar-regret", "cvar-cvar-seconds", "cvar-var-regret", "cvar-var-seconds"}
+    lines = made["cvar-cvar-regret"].splitlines()
+    assert lines[0] == "10 seeds per cell."
+    assert lines[2] == "| problem | `botorch-risk` | `cvucb` | `cvucb (beta=authors)` |"
+    # the how-to's problem order (discrete before continuous), not the alphabet's; a missing pair empty
+    assert lines[4] == ("| Branin-(1,1) discrete | -3.30 [-3.55, -3.05] | -2.00 [-2.25, -1.75] "
+                        "| -2.25 [-2.50, -2.00] |")
+    assert lines[5] == "| Branin-(1,1) continuous |  | -1.50 [-1.75, -1.25] |  |"
+    assert made["cvar-var-seconds"].splitlines()[-1] == "| Branin-(1,1) discrete | 0.000132 |"
+    assert made["cvar-cvar-seconds"].splitlines()[4] == "| Branin-(1,1) discrete | 1.92 | 0.07 | 0.071 |"

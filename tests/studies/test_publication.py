@@ -19,8 +19,10 @@ from studies.nguyen2021 import page
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "docs" / "reproduction" / "paper"
 EXTRA = ROOT / "docs" / "reproduction" / "paper-extra"
-#: the published folders whose tables are rebuilt: the paper run and, beside it, the extra seeds
-FOLDERS = {"paper": PUBLISHED, "paper-extra": EXTRA}
+CVAR = ROOT / "docs" / "reproduction" / "cvar"
+#: the published folders whose tables are rebuilt: the paper run and, beside it, the extra seeds and
+#: the cvar grid (the CVaR how-to's tables)
+FOLDERS = {"paper": PUBLISHED, "paper-extra": EXTRA, "cvar": CVAR}
 #: the tables the test rebuilds and compares
 TABLES = ("claims", "claims_overall", "final_table")
 
@@ -62,9 +64,14 @@ def test_the_published_tables_are_what_the_committed_rows_give(published, tmp_pa
 
 
 def test_the_page_shows_the_published_tables() -> None:
+    """The reproduction page, the README's summary and the CVaR how-to's tables."""
     readme = ROOT / "docs" / "reproduction" / "README.md"
     assert page.main(["--results", str(PUBLISHED), "--page", str(readme), "--check"]) == 0, (
         "the page's generated blocks are stale: python -m studies.nguyen2021.page")
+    text = (ROOT / "docs" / "how-to" / "cvar.md").read_text()
+    for block in ("cvar-status", "cvar-cvar-regret", "cvar-cvar-seconds", "cvar-var-regret",
+                  "cvar-var-seconds"):
+        assert f"<!-- generated: {block} -->" in text, f"the CVaR how-to lost its generated block {block}"
 
 
 def test_the_publication_is_every_cell_of_its_grid_or_says_it_is_not() -> None:
