@@ -229,13 +229,14 @@ def blocks(results: Path, readme: Path = README, page: Path = PAGE, extra: Path 
 
 
 def cvar_status_block(cvar: Path) -> str:
-    """How much of the ``cvar`` grid the published folder holds, and what that means for the tables."""
-    n_files, n_grid = len(result_files(cvar)), _grid_size(cvar)
-    if n_files >= n_grid:
-        return f"The run is complete: {n_files} of {n_grid} cells."
-    return (f"The run is in progress: {n_files} of {n_grid} cells so far (`python -m harness.status "
-            f"docs/reproduction/cvar` lists the rest). A table's empty cell is a (problem, method) still "
-            f"to run; a note above a table names the pairs with fewer seeds than the others.")
+    """How much of the ``cvar`` grid the published report covers (one row of ``final_regret.csv`` per
+    cell), and what that means for the tables."""
+    n_cells, n_grid = len(pd.read_csv(cvar / "_report" / "final_regret.csv")), _grid_size(cvar)
+    if n_cells >= n_grid:
+        return f"The run is complete: {n_cells} of {n_grid} cells."
+    return (f"The run is in progress: {n_cells} of {n_grid} cells so far. A table's empty cell is a "
+            f"(problem, method) still to run; a note above a table names the pairs with fewer seeds "
+            f"than the others.")
 
 
 def _grid_size(results: Path) -> int:
