@@ -533,7 +533,9 @@ def measured_rate(spec: CellSpec, measured: Mapping[tuple, float]) -> float | No
     """Seconds an iteration of ``spec`` from ``measured`` (seconds an iteration of finished cells by
     (problem, algorithm, options), as :func:`harness.grid_cli` reads them; a key (problem,
     algorithm) stands for the default options): the rate of cells with the same options, else one
-    with other options scaled by the declared model (:func:`declared_rate`), else None."""
+    with other options scaled by the declared model (:func:`declared_rate`), else the declared rate
+    scaled by how far the algorithm's finished cells on other problems were from theirs
+    (:func:`_calibration`), else None."""
     same = measured.get((spec.problem, spec.algorithm, spec.options))
     if same is None and not spec.options:
         same = measured.get((spec.problem, spec.algorithm))
@@ -543,7 +545,20 @@ def measured_rate(spec: CellSpec, measured: Mapping[tuple, float]) -> float | No
         if key[:2] == (spec.problem, spec.algorithm):
             other = replace(spec, options=key[2] if len(key) > 2 else ())
             return rate * declared_rate(spec) / declared_rate(other)
-    return None
+    factor = _calibration(spec, measured)
+    return None if factor is None else factor * declared_rate(spec)
+
+
+def _calibration(spec: CellSpec, measured: Mapping[tuple, float]) -> float | None:
+    """The geometric mean of measured / declared seconds an iteration over the finished cells of
+    ``spec``'s algorithm on other problems (None if there are none): the declared cost model is off
+    by a factor that depends more on the machine and the load than on the problem, so a grid that
+    has run an algorithm on one problem prices it better on the next (a cvar grid's botorch-risk
+    cells ran at about twice their declared rate)."""
+    logs = [math.log(rate / declared_rate(replace(spec, problem=key[0], options=key[2] if len(key) > 2
+                                                  else ())))
+            for key, rate in measured.items() if key[1] == spec.algorithm and rate > 0]
+    return math.exp(sum(logs) / len(logs)) if logs else None
 
 
 def _problem_iterations(name: str) -> int:

@@ -188,3 +188,18 @@ def test_measured_rates_count_for_cells_with_the_same_options_and_scale_for_othe
     assert estimate_seconds(reduced, measured) == pytest.approx(1.0 + 0.9 * 60)
     # a key (problem, algorithm) stands for the default options
     assert estimate_seconds(full, {(full.problem, full.algorithm): 2.0}) == pytest.approx(121.0)
+
+
+def test_an_algorithm_measured_on_other_problems_is_priced_by_its_measured_factor() -> None:
+    """No finished cell of (problem, algorithm): the declared rate times the geometric mean of the
+    measured / declared factors of the algorithm on other problems; other algorithms do not count."""
+    cell = CellSpec.make("hartmann-2-1-discrete", "botorch-risk", 0)
+    on_branin = CellSpec.make("branin-1-1-discrete", "botorch-risk", 0)
+    on_goldstein = CellSpec.make("goldstein-1-1-discrete", "botorch-risk", 0)
+    measured = {(on_branin.problem, "botorch-risk", ()): 2.0 * declared_rate(on_branin),
+                (on_goldstein.problem, "botorch-risk", ()): 8.0 * declared_rate(on_goldstein),
+                (cell.problem, "random", ()): 100.0}
+    # sqrt(2 * 8) = 4
+    assert estimate_seconds(cell, measured) == pytest.approx(1.0 + 4.0 * declared_rate(cell) * 60)
+    alone = {(cell.problem, "random", ()): 100.0}
+    assert estimate_seconds(cell, alone) == pytest.approx(1.0 + declared_rate(cell) * 60)
