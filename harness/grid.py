@@ -543,8 +543,7 @@ def measured_rate(spec: CellSpec, measured: Mapping[tuple, float]) -> float | No
         return same
     for key, rate in measured.items():
         if key[:2] == (spec.problem, spec.algorithm):
-            other = replace(spec, options=key[2] if len(key) > 2 else ())
-            return rate * declared_rate(spec) / declared_rate(other)
+            return rate * declared_rate(spec) / declared_rate(_spec_of(spec, key))
     factor = _calibration(spec, measured)
     return None if factor is None else factor * declared_rate(spec)
 
@@ -553,12 +552,17 @@ def _calibration(spec: CellSpec, measured: Mapping[tuple, float]) -> float | Non
     """The geometric mean of measured / declared seconds an iteration over the finished cells of
     ``spec``'s algorithm on other problems (None if there are none): the declared cost model is off
     by a factor that depends more on the machine and the load than on the problem, so a grid that
-    has run an algorithm on one problem prices it better on the next (a cvar grid's botorch-risk
-    cells ran at about twice their declared rate)."""
-    logs = [math.log(rate / declared_rate(replace(spec, problem=key[0], options=key[2] if len(key) > 2
-                                                  else ())))
+    has run an algorithm on one problem prices it better on the next (the cvar grid's botorch-risk
+    cells ran at 2.7-4.0 times their declared rate)."""
+    logs = [math.log(rate / declared_rate(_spec_of(spec, key)))
             for key, rate in measured.items() if key[1] == spec.algorithm and rate > 0]
     return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def _spec_of(spec: CellSpec, key: tuple) -> CellSpec:
+    """``spec`` on the problem and options of a key of the measured rates ((problem, algorithm) or
+    (problem, algorithm, options); the short key stands for the default options)."""
+    return replace(spec, problem=key[0], options=key[2] if len(key) > 2 else ())
 
 
 def _problem_iterations(name: str) -> int:

@@ -231,3 +231,13 @@ def test_results_of_no_study_get_no_claims_and_the_study_is_found_by_name_or_pat
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown study 'nguyen2022'; installed: nguyen2021" in err
     assert not missing.exists()  # refused before anything is written
+
+
+def test_report_csvs_round_values_to_10_digits_but_keep_keys_exact() -> None:
+    from analysis.report import _csv_ready
+    alpha = 2.6e-17 * (1 + 2 ** -50)  # an alpha -> 0 level that 10 digits would not join back
+    table = pd.DataFrame({"alpha": [alpha], "mean": [1 / 3], "n_seeds": [10]})
+    out = _csv_ready(table)
+    assert out["alpha"].iloc[0] == alpha
+    assert out["mean"].iloc[0] == 0.3333333333 and out["n_seeds"].iloc[0] == 10
+    assert table["mean"].iloc[0] == 1 / 3  # the caller's table is left as it was
