@@ -100,10 +100,12 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def sobol_values(problem: Problem, workers: int = 1, stop_at: int | None = None) -> np.ndarray:
+def sobol_values(problem: Problem, workers: int = 1, stop_at: int | None = None,
+                 shown: str = "var") -> np.ndarray:
     """The 64 values of f at each Sobol x, ``n x 64``, resuming from and extending the checkpoint.
 
     Runs until ``stop_at`` x (default ``N_SOBOL``) are done; ``stop_at=0`` only reads what is there.
+    ``shown``: the target (a risk measure's name) whose best value so far the progress line gives.
     """
     directory = _checkpoint_dir()
     target = N_SOBOL if stop_at is None else stop_at
@@ -122,10 +124,11 @@ def sobol_values(problem: Problem, workers: int = 1, stop_at: int | None = None)
             done.append(values)
             n_done += batch.shape[0]
             rate = (n_done - first) / (time.perf_counter() - start_time)
-            best = float(problem.z.var(torch.from_numpy(np.concatenate(done)), problem.alpha).max())
+            best = float(_target_values(problem, shown, torch.from_numpy(np.concatenate(done)),
+                                        problem.alpha).max())
             _log(f"robot-push-3-2 Sobol: {n_done}/{target} x ({64 * n_done} simulations), "
                  f"{rate * 64:.0f} simulations/s, about {(target - n_done) / rate / 60:.0f} min left; "
-                 f"best VaR so far {best:.6f}")
+                 f"best {shown} so far {best:.6f}")
     values = np.concatenate(done) if done else np.empty((0, 64))
     return values[:target] if stop_at else values
 
@@ -208,7 +211,7 @@ def search(problem: Problem, alpha: float | None = None, workers: int = 1, parti
     refine from what is there and label the entry ``"complete": false``.
     """
     alpha = problem.alpha if alpha is None else alpha
-    values = sobol_values(problem, workers, stop_at=0 if partial else None)
+    values = sobol_values(problem, workers, stop_at=0 if partial else None, shown=targets[0])
     n_sobol = values.shape[0]
     if n_sobol == 0:
         raise RuntimeError("no Sobol simulations in the checkpoint yet; run without --partial first")
