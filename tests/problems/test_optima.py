@@ -46,11 +46,12 @@ def test_stored_values_are_attained_at_stored_maximizers(name: str) -> None:
         p.optimum.var, abs=tol)
     assert float(p.worst_case(torch.tensor([p.optimum.argmax_worst_case]))[0]) == pytest.approx(
         p.optimum.worst_case, abs=tol)
-    if p.optimum.cvar is not None or name != "robot-push-3-2":  # robot's CVaR: a long search
-        assert float(p.cvar(torch.tensor([p.optimum.argmax_cvar]))[0]) == pytest.approx(
-            p.optimum.cvar, abs=tol)
-        # CVaR lies below VaR at every x, so its optimum does too
-        assert p.optimum.cvar <= p.optimum.var + tol
+    assert float(p.cvar(torch.tensor([p.optimum.argmax_cvar]))[0]) == pytest.approx(
+        p.optimum.cvar, abs=tol)
+    # CVaR lies below VaR at every x, so its optimum does too
+    assert p.optimum.cvar <= p.optimum.var + tol
+    assert float(p.mean(torch.tensor([p.optimum.argmax_mean]))[0]) == pytest.approx(
+        p.optimum.mean, abs=tol)
 
 
 @pytest.mark.parametrize("name", GRID_SEARCHED)
@@ -97,8 +98,8 @@ def test_cli_lists_every_problem_as_json() -> None:
     assert [r["name"] for r in rows] == NAMES
     for r in rows:
         assert {"name", "d_x", "d_z", "alpha", "optimum_var", "argmax_var", "optimum_worst_case",
-                "argmax_worst_case", "optimum_cvar", "argmax_cvar"} <= set(r)
-        assert r["optimum_cvar"] is not None or r["name"] == "robot-push-3-2"
+                "argmax_worst_case", "optimum_cvar", "argmax_cvar", "optimum_mean", "argmax_mean"} <= set(r)
+        assert r["optimum_cvar"] is not None and r["optimum_mean"] is not None
 
 
 def test_cli_rejects_unknown_names_in_one_line() -> None:
