@@ -67,6 +67,7 @@ from botorch.acquisition.risk_measures import CVaR, Expectation, RiskMeasureMCOb
 from botorch.models import SingleTaskGP
 from botorch.models.transforms.input import AppendFeatures
 from botorch.optim import optimize_acqf
+from botorch.optim.initializers import gen_one_shot_kg_initial_conditions
 from botorch.sampling import SobolQMCNormalSampler
 from torch import Tensor
 
@@ -138,6 +139,24 @@ def with_w_set(model: SingleTaskGP, w: Tensor) -> SingleTaskGP:
     return copied.eval()
 
 
+def _one_shot_starts(inner: Mapping[str, int]) -> Callable[..., Tensor]:
+    """BoTorch's starts of a one-shot KG (``gen_one_shot_kg_initial_conditions``) with ``inner``
+    (``num_inner_restarts``, ``raw_inner_samples``) added to the options it is given."""
+    def generate(*, options: Mapping[str, object] | None = None, **kwargs: object) -> Tensor:
+        return gen_one_shot_kg_initial_conditions(options={**(options or {}), **inner}, **kwargs)
+
+    return generate
+
+
+def _one_shot_starts(inner: Mapping[str, int]) -> Callable[..., Tensor]:
+    """BoTorch's starts of a one-shot KG (``gen_one_shot_kg_initial_conditions``) with ``inner``
+    (``num_inner_restarts``, ``raw_inner_samples``) added to the options it is given."""
+    def generate(*, options: Mapping[str, object] | None = None, **kwargs: object) -> Tensor:
+        return gen_one_shot_kg_initial_conditions(options={**(options or {}), **inner}, **kwargs)
+
+    return generate
+
+
 class BotorchRisk(Algorithm):
     """BoTorch's risk-averse BO with environmental variables (one-shot rho-KG over VaR or CVaR); see
     the module docstring.
@@ -173,6 +192,10 @@ class BotorchRisk(Algorithm):
                "the recommendation's estimate (BoTorch's default 128).", low=1),
         Option("maxiter", int, 200, "L-BFGS-B iterations of ``optimize_acqf`` (BoTorch's default 200).",
                low=1),
+        Option("inner_restarts", int, 20, "restarts of the value function's maximization that seeds the "
+               "one-shot KG's fantasy solutions (BoTorch's ``num_inner_restarts``, 20).", low=1),
+        Option("raw_inner_samples", int, 1024, "raw samples of that maximization (BoTorch's "
+               "``raw_inner_samples``, 1024).", low=1),
         Option("level", str, "matched", "``\"matched\"``, BoTorch's level chosen so that its order "
                "statistic is VaR_alpha's; ``\"naive\"``, BoTorch's alpha = 1 - alpha, as the tutorial's "
                "convention reads.", choices=LEVELS),
@@ -203,11 +226,13 @@ class BotorchRisk(Algorithm):
     def __init__(self, problem: Problem, seed_root: int, risk: str = "var", num_fantasies: int = 16,
                  num_restarts: int = 10, raw_samples: int = 128, inner_samples: int = 128,
                  maxiter: int = 200, level: str = "matched", n_w: int = 50, n_w_rec: int = 200,
-                 recommendation: str = "observed") -> None:
+                 recommendation: str = "observed", inner_restarts: int = 20,
+                 raw_inner_samples: int = 1024) -> None:
         super().__init__(problem, seed_root, risk=risk)
         for key, value in (("num_fantasies", num_fantasies), ("num_restarts", num_restarts),
                            ("raw_samples", raw_samples), ("inner_samples", inner_samples),
-                           ("maxiter", maxiter), ("n_w", n_w), ("n_w_rec", n_w_rec)):
+                           ("maxiter", maxiter), ("n_w", n_w), ("n_w_rec", n_w_rec),
+                           ("inner_restarts", inner_restarts), ("raw_inner_samples", raw_inner_samples)):
             positive_int(self.name, key, value)
         if level not in LEVELS:
             raise ValueError(f"{self.name}: level must be one of {', '.join(LEVELS)}, got {level!r}")
@@ -218,6 +243,10 @@ class BotorchRisk(Algorithm):
         self.num_fantasies, self.num_restarts = num_fantasies, num_restarts
         self.raw_samples, self.inner_samples = raw_samples, inner_samples
         self.level, self.n_w, self.n_w_rec, self.maxiter = level, n_w, n_w_rec, maxiter
+        # BoTorch's own defaults are not passed on, so that the default path is BoTorch's exactly
+        self.inner_options = {key: value for key, value, default in (
+            ("num_inner_restarts", inner_restarts, 20), ("raw_inner_samples", raw_inner_samples, 1024))
+            if value != default}
         d_x = problem.d_x
         if isinstance(problem.z, DiscreteZ):
             points = problem.z.points
@@ -267,7 +296,10 @@ class BotorchRisk(Algorithm):
     def propose(self, model: SingleTaskGP, t: int) -> Proposal:
         d_x = self.problem.d_x
         acquisition = self._knowledge_gradient(model, t)
-        tree, value = self._optimize(acquisition, self.bounds, self.search_seed(t), return_full_tree=True)
+        # the inner options go to the one-shot starts only (L-BFGS-B would warn of unknown options)
+        starts = {"ic_generator": _one_shot_starts(self.inner_options)} if self.inner_options else {}
+        tree, value = self._optimize(acquisition, self.bounds, self.search_seed(t), return_full_tree=True,
+                                     **starts)
         x_t, z_t = tree[0, :d_x].detach().clone(), tree[0, d_x:].detach().clone()
         info: dict = {"kg": float(value)}
         if isinstance(self.problem.z, DiscreteZ):

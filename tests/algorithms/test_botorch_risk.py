@@ -107,6 +107,37 @@ def test_proposal_is_deterministic_and_in_the_support(name: str, risk: str) -> N
     assert recommendation.x.shape == (problem.d_x,)
 
 
+@pytest.mark.parametrize("inner", [{}, {"inner_restarts": 3, "raw_inner_samples": 40}])
+def test_the_inner_options_reach_the_one_shot_starts_and_only_them(inner: dict,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """BoTorch seeds the one-shot KG's fantasy solutions by maximizing the value function
+    (``num_inner_restarts`` restarts from ``raw_inner_samples`` raw samples, 20 and 1024 by
+    default): ``inner_restarts`` and ``raw_inner_samples`` set them, and at their defaults the
+    call is BoTorch's own (no generator of ours in between)."""
+    import botorch.optim.optimize as optimize
+
+    calls: list[dict] = []
+    real = optimize.optimize_acqf
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(optimize, "optimize_acqf", spy)  # the inner call imports it from there
+    problem = build_problem("branin-1-1-discrete", with_optimum=False)
+    g = torch.Generator().manual_seed(1)
+    X = torch.rand(8, 2, generator=g, dtype=torch.float64)
+    model, _ = fit_gp(X, torch.sin(4 * X).sum(-1, keepdim=True), None, refit=True, generator=g)
+    small = {"num_fantasies": 2, "num_restarts": 1, "raw_samples": 8, "inner_samples": 8, "n_w": 10,
+             "maxiter": 5}
+    algorithm = BotorchRisk(problem, 0, **small, **inner)
+    algorithm.propose(model, 1)
+    assert [(c["num_restarts"], c["raw_samples"]) for c in calls] == [
+        (inner.get("inner_restarts", 20), inner.get("raw_inner_samples", 1024))]
+    assert algorithm.inner_options == {f"num_{k}" if k == "inner_restarts" else k: v
+                                       for k, v in inner.items()}
+
+
 def test_options_are_checked() -> None:
     problem = build_problem("branin-1-1-discrete", with_optimum=False)
     with pytest.raises(ValueError, match="level"):
