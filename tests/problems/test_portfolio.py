@@ -13,10 +13,10 @@ import torch
 import problems.portfolio_data as data
 from problems import build_problem
 from problems.portfolio import CONSTANT_MEAN, LENGTHSCALES, NOISE, OUTPUTSCALE, surrogate
+from tests.conftest import NO_PORTFOLIO_DATA
 
 SHARED = Path(os.environ.get("VARBO_DATA_DIR", "/nonexistent")) / "portfolio"
-needs_data = pytest.mark.skipif(not (SHARED / "data.pkl").exists(),
-                                reason="no local copy of the portfolio data (set VARBO_DATA_DIR)")
+needs_data = pytest.mark.skipif(not (SHARED / "data.pkl").exists(), reason=NO_PORTFOLIO_DATA)
 
 
 @pytest.fixture
