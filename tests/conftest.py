@@ -1,11 +1,12 @@
 """Shared test settings: float64 everywhere, one torch thread (as in the grid), and the portfolio
 data from the shared local copy (no network here) unless VARBO_DATA_DIR says otherwise.
 
-Two collection rules live here too:
+Two more things:
 
-* The tests of :data:`PROCESS_MODULES` start a local Ray, a moto server or grid drivers of their own
-  and time what those do; they share one xdist group (``--dist loadgroup`` in pyproject.toml), so
-  that they run one after another on one worker while the other workers take the rest.
+* (Not a rule here, but the other half of running on every core.) The test modules that start a
+  local Ray, a moto server or grid drivers of their own, and time what those do, mark themselves
+  ``pytestmark = pytest.mark.xdist_group("processes")``: with ``--dist loadgroup`` (pyproject.toml)
+  they run one after another on one worker while the other workers take the rest.
 * A test that needs the portfolio data where there is none (no local copy, no cached copy, no
   network) is skipped with one reason, :data:`NO_PORTFOLIO_DATA`, whichever way it reached the data:
   the :class:`problems.portfolio_data.PortfolioDataError` it raised is turned into that skip. Where
@@ -28,18 +29,8 @@ _SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 if _SHARED_DATA.is_dir():
     os.environ.setdefault("VARBO_DATA_DIR", str(_SHARED_DATA))
 
-#: Test modules whose tests start processes that must not compete with each other (local Rays,
-#: grid drivers, multi-node clusters, the chaos run, a moto S3 server): one xdist group.
-PROCESS_MODULES = frozenset({
-    "tests/harness/test_chaos.py", "tests/harness/test_cluster_recovery.py",
-    "tests/harness/test_complexity.py", "tests/harness/test_grid_process.py",
-    "tests/harness/test_grid_run.py", "tests/harness/test_plugins.py",
-    "tests/harness/test_ray_faults.py", "tests/harness/test_remote_store.py",
-})
-PROCESS_GROUP = "processes"
 #: The one reason every test that needs the portfolio data gives when it is not there.
 NO_PORTFOLIO_DATA = "no copy of the portfolio data here (set VARBO_DATA_DIR; see problems/portfolio_data.py)"
-_ROOT = Path(__file__).resolve().parents[1]
 
 
 @functools.cache
@@ -52,13 +43,6 @@ def portfolio_data_here() -> bool:
     except PortfolioDataError:
         return False
     return True
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests of :data:`PROCESS_MODULES` join the xdist group :data:`PROCESS_GROUP`."""
-    for item in items:
-        if Path(os.path.relpath(item.path, _ROOT)).as_posix() in PROCESS_MODULES:
-            item.add_marker(pytest.mark.xdist_group(PROCESS_GROUP))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -11,6 +11,11 @@ from pathlib import Path
 
 import pytest
 
+# Not in the "processes" xdist group of the other tests that start drivers (tests/conftest.py): it is
+# a quarter of an hour of drivers that only signal their own processes (session and start time
+# checked), so it runs beside that group rather than after it, and the slow step takes the longer of
+# the two instead of their sum.
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "chaos.py"
 ROUNDS = 10

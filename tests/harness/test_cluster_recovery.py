@@ -31,7 +31,8 @@ CELLS = [CellSpec.make(p, "random", s, 2) for p in ("branin-1-1-discrete", "gold
          for s in range(4)]
 
 #: minutes of multi-node Ray: run by `pytest -m slow` (the second step of .ci/run)
-pytestmark = pytest.mark.slow
+#: and processes of their own: one xdist group, one test at a time (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
 
 
 @pytest.fixture(scope="module")

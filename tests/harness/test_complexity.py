@@ -36,6 +36,9 @@ from harness.results import (
 from harness.store import write_cell
 from studies.nguyen2021.complexity import METHODS
 
+#: processes of their own (Ray, drivers, servers): one xdist group, one test at a time (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("processes")
+
 
 def timing(problem: str, algorithm: str, n_obs: int, n_z: int, repeats: int = 2, **options) -> CellSpec:
     return CellSpec.make(problem, algorithm, 0, options={**options, "n_obs": n_obs, "n_z": n_z,

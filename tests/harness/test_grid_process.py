@@ -19,6 +19,9 @@ from harness.grid import smoke_grid
 from harness.results import ROW_SCHEMA, read_results
 from tests.harness.layout import TIMINGS, expected_path, visible_parquet
 
+#: processes of their own (Ray, drivers, servers): one xdist group, one test at a time (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("processes")
+
 
 def grid_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness.run", *args, "--no-progress"],

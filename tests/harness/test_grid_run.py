@@ -20,6 +20,9 @@ from harness.store import write_checkpoint
 from tests.harness.faults import fail_vucb_unif, slow_iterations
 from tests.harness.layout import TIMINGS, expected_path
 
+#: processes of their own (Ray, drivers, servers): one xdist group, one test at a time (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("processes")
+
 ray = pytest.importorskip("ray")
 
 CELLS = [CellSpec.make(p, a, s, 2) for p in ("branin-1-1-discrete", "goldstein-1-1-discrete")

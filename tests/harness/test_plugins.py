@@ -17,6 +17,9 @@ import pytest
 
 from harness.results import result_files
 
+#: processes of their own (Ray, drivers, servers): one xdist group, one test at a time (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("processes")
+
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
 REPO = Path(__file__).resolve().parents[2]
 

@@ -23,6 +23,9 @@ import pytest
 from harness.local_ray import end, process_table, raylet_orphans, reap_orphans
 from harness.procs import process_start
 
+#: processes of their own (Ray, drivers, servers): one xdist group, one test at a time (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("processes")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # two cells of 20 s or more whatever the load (0.2 s a proposal), mostly asleep: a grid that is
@@ -236,6 +239,7 @@ def test_a_driver_killed_with_sigkill_leaves_no_ray_process(tmp_path: Path, driv
 FAKE_DRIVER = """
 import subprocess, sys, time
 from harness.local_ray import start_watchdog
+
 start_watchdog()
 child = subprocess.Popen(["sleep", "300"])  # stands for Ray's processes (started after the watchdog)
 print(child.pid, flush=True)

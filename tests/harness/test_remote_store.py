@@ -13,6 +13,9 @@ from harness.results import cell_path, location, read_results, result_files
 from harness.run import main
 from harness.status import main as status_main
 
+#: processes of their own (Ray, drivers, servers): one xdist group, one test at a time (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("processes")
+
 ray = pytest.importorskip("ray")
 GRID = """seeds = 2
 iterations = 1
