@@ -4,6 +4,7 @@ first difference, the versions that differ, and refuses bad input in one line.""
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -162,7 +163,15 @@ def test_values_are_the_same_only_bit_for_bit() -> None:
 
 @pytest.mark.slow
 def test_the_published_cells_rerun_identically_here() -> None:
-    """The publication folder's Branin and Goldstein-Price random seed-0 cells, rerun here."""
+    """The publication folder's Branin and Goldstein-Price random seed-0 cells, rerun here on the
+    code path of Intel MKL that made them (``MKL_CBWR=AVX2``).
+
+    The published rows were made where MKL took its AVX2 path; on a host with AVX-512 (this test's
+    CI machine of 2026-11-26, a Xeon with AVX-512) MKL's own choice rounds the recommendation's GP
+    algebra otherwise, and the Goldstein-Price cell's y differed by 1 ulp at iteration 16. MKL's
+    conditional numerical reproducibility pins that path on any x86-64 host with AVX2, so the
+    check is the same everywhere; pinning it in the harness itself, for every kind of cell, is
+    issue 38's."""
     folder = ROOT / "docs" / "reproduction" / "paper"
     patterns = ["branin-1-1-discrete/random/seed0 T=*", "goldstein-1-1-discrete/random/seed0 T=*"]
     specs = [spec_from_dict(meta["spec"]) for _, meta in cell_files(folder)[0]]
@@ -171,7 +180,8 @@ def test_the_published_cells_rerun_identically_here() -> None:
         pytest.skip(f"{folder} has no cell {' and '.join(missing)} yet (the publication run fills it)")
     argv = [sys.executable, "-m", "harness.verify", "docs/reproduction/paper"]
     argv += [arg for p in patterns for arg in ("--cell", p)]
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1800,
+                          env={**os.environ, "MKL_CBWR": "AVX2"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert "summary: all" in done.stdout and "cells identical" in done.stdout
