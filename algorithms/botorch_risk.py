@@ -192,10 +192,6 @@ class BotorchRisk(Algorithm):
                "the recommendation's estimate (BoTorch's default 128).", low=1),
         Option("maxiter", int, 200, "L-BFGS-B iterations of ``optimize_acqf`` (BoTorch's default 200).",
                low=1),
-        Option("inner_restarts", int, 20, "restarts of the value function's maximization that seeds the "
-               "one-shot KG's fantasy solutions (BoTorch's ``num_inner_restarts``, 20).", low=1),
-        Option("raw_inner_samples", int, 1024, "raw samples of that maximization (BoTorch's "
-               "``raw_inner_samples``, 1024).", low=1),
         Option("level", str, "matched", "``\"matched\"``, BoTorch's level chosen so that its order "
                "statistic is VaR_alpha's; ``\"naive\"``, BoTorch's alpha = 1 - alpha, as the tutorial's "
                "convention reads.", choices=LEVELS),
@@ -207,6 +203,10 @@ class BotorchRisk(Algorithm):
                "whose posterior mean has the best exact risk measure over Z); ``\"tutorial\"``, BoTorch's "
                "tutorial's (``qSimpleRegret`` over all x on a w set of ``n_w_rec`` draws).",
                choices=RECOMMENDATIONS),
+        Option("inner_restarts", int, 20, "restarts of the value function's maximization that seeds the "
+               "one-shot KG's fantasy solutions (BoTorch's ``num_inner_restarts``, 20).", low=1),
+        Option("raw_inner_samples", int, 1024, "raw samples of that maximization (BoTorch's "
+               "``raw_inner_samples``, 1024).", low=1),
     )
 
     @classmethod
