@@ -148,15 +148,6 @@ def _one_shot_starts(inner: Mapping[str, int]) -> Callable[..., Tensor]:
     return generate
 
 
-def _one_shot_starts(inner: Mapping[str, int]) -> Callable[..., Tensor]:
-    """BoTorch's starts of a one-shot KG (``gen_one_shot_kg_initial_conditions``) with ``inner``
-    (``num_inner_restarts``, ``raw_inner_samples``) added to the options it is given."""
-    def generate(*, options: Mapping[str, object] | None = None, **kwargs: object) -> Tensor:
-        return gen_one_shot_kg_initial_conditions(options={**(options or {}), **inner}, **kwargs)
-
-    return generate
-
-
 class BotorchRisk(Algorithm):
     """BoTorch's risk-averse BO with environmental variables (one-shot rho-KG over VaR or CVaR); see
     the module docstring.

@@ -1,13 +1,13 @@
 """Shared test settings: float64 everywhere, one torch thread (as in the grid), and the portfolio
 data from the shared local copy (no network here) unless VARBO_DATA_DIR says otherwise.
 
-Two more things:
+The tests run on every core (pytest-xdist, ``--dist loadgroup`` in pyproject.toml). The test modules
+that start a local Ray, a moto server or grid drivers of their own, and time what those do, mark
+themselves ``pytestmark = pytest.mark.xdist_group("processes")``: they run one after another on one
+worker while the other workers take the rest (a module mark, not a hook here: xdist reads the groups
+in a collection hook of its own, which runs before this file's would).
 
-* (Not a rule here, but the other half of running on every core.) The test modules that start a
-  local Ray, a moto server or grid drivers of their own, and time what those do, mark themselves
-  ``pytestmark = pytest.mark.xdist_group("processes")``: with ``--dist loadgroup`` (pyproject.toml)
-  they run one after another on one worker while the other workers take the rest.
-* A test that needs the portfolio data where there is none (no local copy, no cached copy, no
+A test that needs the portfolio data where there is none (no local copy, no cached copy, no
   network) is skipped with one reason, :data:`NO_PORTFOLIO_DATA`, whichever way it reached the data:
   the :class:`problems.portfolio_data.PortfolioDataError` it raised is turned into that skip. Where
   the data is there (CI has it), such an error is a failure as any other.
