@@ -19,6 +19,7 @@ The cells are short (reduced search effort where the smoke grid uses one): a few
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -44,7 +45,7 @@ TIMINGS = ("t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s")
 
 def environments() -> dict[str, dict[str, str]]:
     """The four environments, each a whole process environment."""
-    return {"native": dict(__import__("os").environ), "older": older_host_environment(),
+    return {"native": dict(os.environ), "older": older_host_environment(),
             "pinned": pinned_environment(), "older+pinned": pinned_environment(older_host_environment())}
 
 
