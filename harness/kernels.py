@@ -20,6 +20,7 @@ This module does not import numpy or torch at import time.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 from collections.abc import Mapping
@@ -65,10 +66,8 @@ def older_host_environment(base: Mapping[str, str] | None = None) -> dict[str, s
 
 def cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo`` on Linux), or the platform's processor string."""
-    try:
+    with contextlib.suppress(OSError):  # not Linux: the platform's string below
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
     return platform.processor() or "unknown"
