@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.grid import unavailable_reason
+from harness.kernels import host_summary
 from harness.results import DamagedFileError, failure_files, read_failure, read_manifest, spec_hash
 
 _ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas", "pyarrow", "matplotlib", "seaborn")
@@ -44,6 +45,7 @@ def cell_status(out: Path, metas: dict[str, dict]) -> dict:
     versions: Counter = Counter()
     commits: Counter = Counter()
     pythons: Counter = Counter()
+    hosts = host_summary([meta.get("provenance", {}) for meta in metas.values()])
     done_hashes = set(metas)
     for meta in metas.values():
         info = meta.get("provenance", {})
@@ -88,7 +90,7 @@ def cell_status(out: Path, metas: dict[str, dict]) -> dict:
             "n_failed": len(failed_rows),
             "n_missing": len(missing_rows), "failed": _grouped(failed_rows, "message"),
             "missing": _grouped(missing_rows, "reason"), "commits": dict(commits), "python": dict(pythons),
-            "package_sets": {k: v for k, v in versions.items()}}
+            "package_sets": {k: v for k, v in versions.items()}, "hosts": hosts}
 
 
 def _grouped(rows: list[dict], extra: str) -> pd.DataFrame:

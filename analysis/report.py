@@ -585,6 +585,7 @@ def _provenance_section(doc: Document, results: Path, frame: pd.DataFrame, statu
         "seeds found: " + ", ".join(f"{k}: {v}" for k, v in _seeds_by_problem(frame).items()),
         "git commits of the cells: " + ", ".join(f"{k} ({v} cells)" for k, v in status["commits"].items()),
         "python of the cells: " + ", ".join(f"{k} ({v} cells)" for k, v in status["python"].items()),
+        "kernels and CPUs of the cells (harness.kernels): " + "; ".join(status.get("hosts") or ["none"]),
         *[f"packages of {v} cells: {k}" for k, v in status["package_sets"].items()],
         f"analysis: git {env['git_commit']}, python {env['python']}, {json.dumps(env['packages'])}",
     ])

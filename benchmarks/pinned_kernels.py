@@ -4,8 +4,9 @@
 
 Each cell below runs as ``python -m harness.run --problem ... --algorithm ...`` (a fresh process,
 so that each library reads its environment when it loads) under four environments of
-:mod:`harness.kernels`: this host as it is (``native``); this host restricted as a CPU without
-AVX-512 would be (``older``); and each of them with the pin (``pinned``, ``older+pinned``). It
+:mod:`harness.kernels`: this host as it is (``native``, with ``VARBO_NATIVE_KERNELS=1``); this host
+restricted as a CPU without AVX-512 would be (``older``, also native); and each of them as the
+command runs by default, pinned (``pinned``, ``older+pinned``). It
 prints, per cell:
 
 * the compute seconds per iteration (the rows' t_fit_s + t_acq_s + t_rec_s + t_eval_s, the median
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere: the packages of this checkout
     sys.path.insert(0, str(ROOT))
 
-from harness.kernels import cpu_model, older_host_environment, pinned_environment  # noqa: E402
+from harness.kernels import NATIVE_VARIABLE, PINNED, cpu_model, older_host_environment  # noqa: E402
 
 #: name -> (problem, algorithm, iterations, smoke grid's reduced options or not)
 CELLS = {
@@ -44,9 +45,14 @@ TIMINGS = ("t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s")
 
 
 def environments() -> dict[str, dict[str, str]]:
-    """The four environments, each a whole process environment."""
-    return {"native": dict(os.environ), "older": older_host_environment(),
-            "pinned": pinned_environment(), "older+pinned": pinned_environment(older_host_environment())}
+    """The four environments, each a whole process environment. ``harness.run`` pins itself unless
+    told not to: the unpinned two run with the opt-out, the pinned two as the command runs by default
+    (no pin in the environment they are given)."""
+    drop = {*PINNED, "NPY_DISABLE_CPU_FEATURES", "MKL_ENABLE_INSTRUCTIONS", NATIVE_VARIABLE}
+    here = {k: v for k, v in os.environ.items() if k not in drop}
+    native = {NATIVE_VARIABLE: "1"}
+    return {"native": here | native, "older": older_host_environment(here) | native,
+            "pinned": here, "older+pinned": older_host_environment(here)}
 
 
 def run(cell: str, env: dict[str, str], out: Path) -> tuple[list[tuple], float]:

@@ -10,6 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from harness.kernels import NATIVE_FLAG, NATIVE_VARIABLE, host_record
 from harness.results import Location, location
 
 EXIT_USAGE = 2
@@ -76,3 +77,20 @@ def check_writable(out: Location) -> None:
             pass
     except OSError as error:
         raise UsageError(f"--out {out} is not writable: {error.strerror or error}") from None
+
+
+def add_kernels_argument(container: argparse._ActionsContainer) -> None:
+    """``--native-kernels``: read by :func:`harness.kernels.pin_process` when the command starts,
+    before numpy and torch load; declared here so that the parser accepts it and ``--help`` shows it."""
+    container.add_argument(NATIVE_FLAG, action="store_true",
+                           help=f"run on this host's native kernels (or set {NATIVE_VARIABLE}=1): "
+                                "maybe faster, but rows that another host may not reproduce bit for "
+                                "bit; by default the numerical libraries are pinned to one code path "
+                                "on every x86-64 host with AVX2, and the cells record which")
+
+
+def kernels_line() -> str:
+    """How this process's cells run, for a command's first lines: ``kernels pinned`` or ``kernels
+    native`` and the CPU (:func:`harness.kernels.host_record`)."""
+    record = host_record()
+    return f"kernels {record['kernels']} (torch {record['torch_cpu']}) on {record['cpu']}"

@@ -28,7 +28,15 @@ import harness.interrupts as interrupts
 from algorithms.gp import GP_PROFILES
 from harness.catalog import algorithm_lines
 from harness.cell import CellSpec
-from harness.cli import EXIT_USAGE, Parser, UsageError, check_writable, out_location
+from harness.cli import (
+    EXIT_USAGE,
+    Parser,
+    UsageError,
+    add_kernels_argument,
+    check_writable,
+    kernels_line,
+    out_location,
+)
 from harness.grid import (
     BELOW_MIN_MASS,
     Grid,
@@ -120,6 +128,7 @@ def add_grid_options(container: argparse._ActionsContainer) -> None:
     container.add_argument("--no-checkpoints", action="store_true",
                            help="keep no checkpoints: an interrupted cell reruns from its start, so that "
                                 "no row depends on where a run was interrupted (a published run)")
+    add_kernels_argument(container)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -494,7 +503,7 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
     if to_run:  # Ray first: a cluster that cannot be joined is a one-line error, with nothing written
         from harness.ray_runner import start_ray  # Ray is imported only to run cells
 
-        print(f"running {len(to_run)} cells, {estimate} (estimate)")
+        print(f"running {len(to_run)} cells, {estimate} (estimate), {kernels_line()}")
         try:
             ray_start = start_ray(args.address, args.num_cpus)
         except Exception as error:  # any reason (an OSError too): one line, nothing written

@@ -14,6 +14,11 @@ worker through its runtime environment).
   AVX-512 loops).
 * :func:`older_host_environment`: this host restricted the way a CPU without AVX-512 would be
   (MKL's instructions limited rather than pinned): the second host of a two-host test.
+* :func:`pin_process`: the pin put into this process's own environment, by every command that runs
+  cells (``harness.run``, its grids' Ray workers, ``harness.verify``) before numpy and torch load,
+  unless ``--native-kernels`` or :data:`NATIVE_VARIABLE` opts out.
+* :func:`host_record`: what a cell records of the host and of the code path it took (CPU model,
+  instruction-set level, torch's CPU capability, pinned or native).
 
 This module does not import numpy or torch at import time.
 """
@@ -23,11 +28,23 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 #: The code path every pinned process takes.
 PINNED = {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"}
+
+#: Set (to anything but "" or "0") to run on the host's native kernels: faster on some hosts, rows
+#: that another host may not reproduce bit for bit; the cells say ``kernels: native``.
+NATIVE_VARIABLE = "VARBO_NATIVE_KERNELS"
+
+#: The command-line flag of the same opt-out (``harness.run``, ``harness.verify``).
+NATIVE_FLAG = "--native-kernels"
+
+#: The libraries that read the pin when they load: once one is loaded, setting it is too late.
+PINNED_LIBRARIES = ("numpy", "torch", "scipy")
 
 
 def avx512_dispatch_targets() -> str:
@@ -40,15 +57,70 @@ def avx512_dispatch_targets() -> str:
     return " ".join(t for t in __cpu_dispatch__ if t == "X86_V4" or t.startswith("AVX512"))
 
 
+def _dispatch_targets_elsewhere() -> str:
+    """:func:`avx512_dispatch_targets` computed in a child process: this one must not load numpy
+    before it is pinned (about 0.1 s, once per command: its children inherit the result)."""
+    code = "from harness.kernels import avx512_dispatch_targets as t; print(t())"
+    env = {k: v for k, v in os.environ.items() if k != "NPY_DISABLE_CPU_FEATURES"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          cwd=Path(__file__).resolve().parent.parent, timeout=120, check=True)
+    return done.stdout.strip()
+
+
+def pin_variables() -> dict[str, str]:
+    """The variables of the pin: :data:`PINNED` and, where numpy has AVX-512 loops, the variable
+    that disables them (``NPY_DISABLE_CPU_FEATURES``). Passed as they are to a Ray cluster's
+    workers, whose processes start with them."""
+    targets = (avx512_dispatch_targets() if "numpy" in sys.modules
+               else _dispatch_targets_elsewhere())
+    return {**PINNED, **({"NPY_DISABLE_CPU_FEATURES": targets} if targets else {})}
+
+
 def pinned_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default: this process's environment) with the pin of :data:`PINNED` and numpy's
-    AVX-512 loops disabled."""
-    env = dict(os.environ if base is None else base)
-    env.update(PINNED)
-    targets = avx512_dispatch_targets()
-    if targets:
-        env["NPY_DISABLE_CPU_FEATURES"] = targets
-    return env
+    """``base`` (default: this process's environment) with the pin of :func:`pin_variables`."""
+    return dict(os.environ if base is None else base) | pin_variables()
+
+
+def native_requested(argv: list[str] | None = None) -> bool:
+    """Whether the opt-out is asked for: :data:`NATIVE_FLAG` in ``argv`` or :data:`NATIVE_VARIABLE`
+    set in the environment."""
+    return NATIVE_FLAG in (argv or []) or os.environ.get(NATIVE_VARIABLE, "") not in ("", "0")
+
+
+def is_pinned(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``env`` (default: this process's environment) carries the pin of :data:`PINNED`."""
+    env = os.environ if env is None else env
+    return all(env.get(key) == value for key, value in PINNED.items())
+
+
+def pin_process(argv: list[str] | None = None) -> str:
+    """Pin this process's numerical libraries (:func:`pin_variables` into ``os.environ``) unless the
+    opt-out is asked for (then :data:`NATIVE_VARIABLE` is set, so that the processes this one starts,
+    Ray's workers among them, are native too, and the environment is left as it was given: a pin
+    set there by hand still holds, and the cells say so). Call it before numpy, scipy or torch load: a library
+    already loaded keeps the kernels it chose, so then nothing is set and the process stays native.
+    Returns the mode: ``"pinned"`` or ``"native"``."""
+    if native_requested(argv):  # the environment as it was given: the harness sets nothing
+        os.environ[NATIVE_VARIABLE] = "1"
+        return "pinned" if is_pinned() else "native"
+    if is_pinned():  # inherited from the process that started this one
+        return "pinned"
+    if any(name in sys.modules for name in PINNED_LIBRARIES) or not can_pin():
+        return "native"
+    os.environ.update(pin_variables())
+    return "pinned"
+
+
+def worker_variables() -> dict[str, str]:
+    """The variables that give a Ray worker this process's kernels: the pin's
+    (:func:`pin_variables`) when this process is pinned, else the opt-out."""
+    return pin_variables() if is_pinned() else {NATIVE_VARIABLE: "1"}
+
+
+def can_pin() -> bool:
+    """Whether this host can take the pin: an x86-64 CPU with AVX2 and FMA (``x86-64-v3`` or
+    above). Elsewhere (ARM, an older x86-64) the pinned kernels do not exist and cells run native."""
+    return isa_level() in ("x86-64-v3", "x86-64-v4")
 
 
 def older_host_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -64,10 +136,69 @@ def older_host_environment(base: Mapping[str, str] | None = None) -> dict[str, s
     return env
 
 
+def isa_level() -> str:
+    """The host's x86-64 micro-architecture level from its CPU flags (``x86-64-v4`` with AVX-512,
+    ``-v3`` with AVX2 and FMA, else ``-v2`` or ``-v1``), or the machine's name elsewhere."""
+    flags: set[str] = set()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    if not flags:
+        return platform.machine() or "unknown"
+    for level, needs in (("x86-64-v4", {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}),
+                         ("x86-64-v3", {"avx2", "fma", "bmi2"}), ("x86-64-v2", {"sse4_2", "popcnt"})):
+        if needs <= flags:
+            return level
+    return "x86-64-v1"
+
+
+def host_record() -> dict[str, str]:
+    """What a cell records of the process that ran it: ``cpu`` (the model), ``isa`` (the host's
+    level, :func:`isa_level`), ``torch_cpu`` (the kernels torch dispatched to: ``AVX2`` when pinned
+    on any x86-64 host with AVX2) and ``kernels`` (``pinned`` or ``native``: pinned when this
+    process's environment carries the pin; :func:`pin_process` sets it only before the libraries
+    load). Imports torch."""
+    import torch
+
+    return {"cpu": cpu_model(), "isa": isa_level(), "torch_cpu": torch.backends.cpu.get_cpu_capability(),
+            "kernels": "pinned" if is_pinned() else "native"}
+
+
 def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux), or the platform's processor string."""
+    """The CPU's model name and its family, model and stepping numbers (``/proc/cpuinfo`` on Linux:
+    a virtual machine often names every CPU "Intel(R) Xeon(R) Processor", and the numbers tell
+    Sapphire Rapids from Cascade Lake), or the platform's processor string."""
+    fields: dict[str, str] = {}
     with contextlib.suppress(OSError):  # not Linux: the platform's string below
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
+            key, _, value = line.partition(":")
+            if not key.strip():  # the first processor's block ends here
+                break
+            fields.setdefault(key.strip(), value.strip())
+    if "model name" not in fields:
+        return platform.processor() or "unknown"
+    numbers = ", ".join(f"{name} {fields[key]}" for key, name in (
+        ("cpu family", "family"), ("model", "model"), ("stepping", "stepping")) if key in fields)
+    return f"{fields['model name']} ({numbers})" if numbers else fields["model name"]
+
+
+def host_summary(provenances: list[Mapping]) -> list[str]:
+    """One line per (kernels, torch's CPU kernels, instruction-set level, CPU model) that the cells'
+    provenance records, with its number of cells, most cells first; a line for the cells that
+    recorded none (written before cells recorded their host). For ``harness.status`` and the
+    report's provenance."""
+    counts: dict[tuple, int] = {}
+    unrecorded = 0
+    for info in provenances:
+        if info.get("kernels") is None:
+            unrecorded += 1
+            continue
+        key = (info.get("kernels"), info.get("torch_cpu"), info.get("isa"), info.get("cpu"))
+        counts[key] = counts.get(key, 0) + 1
+    lines = [f"{n} cells {kernels} (torch {torch_cpu}) on {cpu}, {isa}"
+             for (kernels, torch_cpu, isa, cpu), n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    if unrecorded:
+        lines.append(f"{unrecorded} cells recorded no kernels or CPU (written before cells recorded them)")
+    return lines

@@ -47,6 +47,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from tqdm import tqdm
 
 import harness.interrupts as interrupts
+import harness.kernels as kernels
 import harness.local_ray as local_ray
 from harness.cell import CellResult, CellSpec, checkpoint_iteration, checkpoint_problem, run_cell
 from harness.grid import cell_iterations, cell_label
@@ -158,7 +159,8 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], checkpoint
                 "host": socket.gethostname(), "pid": os.getpid(),
                 "seconds": time.perf_counter() - start}
     return {"ok": True, "result": result, "seconds": time.perf_counter() - start,
-            "resumed_at": resumed_at, "host": socket.gethostname(), "pid": os.getpid()}
+            "resumed_at": resumed_at, "host": socket.gethostname(), "pid": os.getpid(),
+            "host_record": kernels.host_record()}
 
 
 #: Times the driver resubmits a cell whose worker process or node died (a spot node reclaimed, the
@@ -330,7 +332,10 @@ def start_ray(address: str | None, num_cpus: int | None) -> float:
     # the loop fetches every cell's result and reports its error itself; what Ray would add is the
     # errors of calls the driver did not wait for (a keeper's bookkeeping, cancelled tasks)
     os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
-    kwargs = {"logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": True}
+    # the workers take the driver's kernels (harness.kernels): a local Ray's inherit its environment,
+    # a cluster's get them here, set before their processes load anything
+    kwargs = {"logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": True,
+              "runtime_env": {"env_vars": kernels.worker_variables()}}
     if address:
         _check_reachable(address)
         with interrupts.deferred(), _ray_keeps_out_of_sigterm():
@@ -796,7 +801,8 @@ class _GridRun:
         turns the reply into this cell's failure."""
         try:  # per cell: where it ran, and after which iteration it resumed (None: whole)
             write_cell(self.out, spec, reply["result"],
-                       self.info | {"host": reply.get("host"), "resumed_at": reply.get("resumed_at")})
+                       self.info | {"host": reply.get("host"), "resumed_at": reply.get("resumed_at")}
+                       | reply.get("host_record", {}))
         except Exception as error:
             reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
             return {**reply, "ok": False, "traceback": traceback.format_exc(),

@@ -26,12 +26,16 @@ import os
 import sys
 
 import harness.interrupts as interrupts
+import harness.kernels as kernels
 
 if __name__ == "__main__":
     # Ctrl-C or SIGTERM while torch, BoTorch and Ray load (seconds): one line and exit 130 or 143 at
     # once (``os._exit``: an exception raised inside an extension's import, numpy's, is turned into
     # an ImportError with a traceback; nothing is open or written yet)
     interrupts.set_handlers(interrupts.exit_at_once)
+    # the numerical libraries pinned to one code path before any of them loads (harness.kernels),
+    # unless --native-kernels or VARBO_NATIVE_KERNELS; Ray's workers inherit the choice
+    kernels.pin_process(sys.argv[1:])
 
 import argparse
 import math
@@ -49,6 +53,7 @@ from harness.cli import (
     EXIT_USAGE,
     Parser,
     UsageError,
+    add_kernels_argument,
     check_writable,
     out_location,
     parse_option,
@@ -119,6 +124,7 @@ def add_cell_arguments(container: argparse._ActionsContainer) -> None:
     container.add_argument("--threads", type=int, default=1, metavar="N",
                            help="torch threads (default 1, as in the grid; a cell's rows are defined at "
                                 "1 thread, and another count can change them in the last bits)")
+    add_kernels_argument(container)
 
 
 def build_parser() -> argparse.ArgumentParser:

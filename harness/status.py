@@ -4,7 +4,8 @@ risk measure, alpha).
 The cells expected are those of the last grid run into DIR (``DIR/_grid.json``), or of ``--grid``.
 Cells found in DIR but not in that grid (e.g. from an earlier ``--iterations``) are counted as
 ``other``. ``--failures`` prints each failure's message (the traceback is in its JSON record).
-While a grid runs into DIR, its running cells are listed with their iterations (``DIR/_progress.json``,
+The done cells' kernels and CPUs follow (:func:`harness.kernels.host_summary`). While a grid runs
+into DIR, its running cells are listed with their iterations (``DIR/_progress.json``,
 rewritten by the grid's driver every few seconds).
 """
 
@@ -19,9 +20,11 @@ from pathlib import Path
 from harness.cli import EXIT_USAGE, Parser, UsageError, out_location
 from harness.grid import GridError, cell_label, resolve_grid
 from harness.grid_cli import classify
+from harness.kernels import host_summary
 from harness.procs import process_alive
 from harness.results import (
     DamagedFileError,
+    cell_files,
     failure_files,
     invalid_files,
     read_failure,
@@ -146,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         print("  ".join(str(row[c]).ljust(widths[c]) for c in columns))
     totals = {c: sum(r[c] for r in rows) for c in counts}
     print("total: " + ", ".join(f"{v} {k}" for k, v in totals.items()))
+    good, _ = cell_files(args.out)  # where the done cells ran, and on which kernels
+    for line in host_summary([meta.get("provenance") or {} for _, meta in good]):
+        print(f"kernels: {line}")
     for line in running_lines(args.out):
         print(line)
     for path, reason in invalid_files(args.out):

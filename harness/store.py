@@ -22,6 +22,7 @@ from typing import BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harness.kernels import host_record
 from harness.procs import process_start
 from harness.results import (
     CHECKPOINT_DIR,
@@ -72,7 +73,8 @@ def environment_digest(lines: list[str] | None = None) -> str:
 def provenance() -> dict:
     """Package versions, the digest of every installed distribution's version
     (:func:`environment_digest`) and the git commit of this checkout (None outside a git checkout).
-    The grid adds, per cell, the host that ran it and whether it resumed from a checkpoint."""
+    The grid adds, per cell, the host that ran it, its CPU and kernels
+    (:func:`harness.kernels.host_record`) and whether it resumed from a checkpoint."""
     versions = {}
     for package in ("torch", "botorch", "gpytorch", "numpy", "scipy", "pyarrow", "pandas", "ray"):
         try:
@@ -130,10 +132,11 @@ def write_atomic(table: pa.Table, path: Location) -> None:
 def write_cell(out: Location | str, spec: CellSpec, result: CellResult,
                provenance_info: dict | None = None) -> Location:
     """Write one finished cell under ``out``; returns its path. ``provenance_info`` defaults to
-    :func:`provenance` with this host and ``resumed_at`` None, a whole run in this process (a grid
-    computes the shared part once and adds each cell's host and resume point)."""
+    :func:`provenance` with this host, its CPU and kernels (:func:`harness.kernels.host_record`) and
+    ``resumed_at`` None, a whole run in this process (a grid computes the shared part once and adds
+    each cell's host, CPU, kernels and resume point)."""
     path = cell_path(out, spec)
-    info = (provenance() | {"host": socket.gethostname(), "resumed_at": None}
+    info = (provenance() | {"host": socket.gethostname(), "resumed_at": None} | host_record()
             if provenance_info is None else provenance_info)
     write_atomic(to_table(result, {"provenance": info}), path)
     return path

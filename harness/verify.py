@@ -13,7 +13,11 @@ are times.
 
 First it compares versions: those pinned in ``FOLDER/constraints.txt`` (pip constraints) with what
 is installed here, or, without that file, those each cell recorded in its provenance. Rows are
-bit-identical only under the same versions; a difference is a warning, not an error.
+bit-identical only under the same versions; a difference is a warning, not an error. Then the
+hosts: the kernels (pinned or native), torch's CPU kernels, the instruction-set level and the CPU
+model each cell recorded, against this process's (:func:`harness.kernels.host_record`). The command
+pins its own numerical libraries as the grid does (``--native-kernels`` opts out): pinned runs give
+the same bits on any x86-64 host with AVX2.
 
 Exit codes: 0 every cell identical; 1 a cell differs or could not be rerun; 2 bad input (one line
 on stderr); 130 interrupted.
@@ -34,6 +38,10 @@ def _interrupted(*_: object) -> None:
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, _interrupted)
+    import harness.kernels
+
+    # the rerun takes the publication's code path (harness.kernels), unless --native-kernels
+    harness.kernels.pin_process(sys.argv[1:])
 
 import math
 import struct
@@ -44,8 +52,9 @@ from dataclasses import dataclass
 import torch
 
 from harness.cell import run_cell
-from harness.cli import EXIT_USAGE, Parser, UsageError, out_location
+from harness.cli import EXIT_USAGE, Parser, UsageError, add_kernels_argument, out_location
 from harness.grid import cell_label, select
+from harness.kernels import host_record
 from harness.results import DamagedFileError, Location, cell_files, read_cell, spec_from_dict
 from harness.spec import CellSpec
 from harness.store import installed_distributions
@@ -227,6 +236,39 @@ def _recorded(cells: list[Cell]) -> list[str]:
     return sorted(names) or ["none"]
 
 
+#: What a cell records of its host and code path (:func:`harness.kernels.host_record`), compared.
+HOST_FIELDS = (("kernels", "kernels"), ("torch_cpu", "torch's CPU kernels"), ("isa", "instruction set"),
+               ("cpu", "CPU"))
+
+
+def host_report(cells: list[Cell], here: dict[str, str] | None = None) -> list[str]:
+    """The lines that compare the hosts and code paths the cells recorded with this process's
+    (``here``, default :func:`harness.kernels.host_record`): one line per field that differs, with
+    how many cells recorded each value, and what that means for the rerun (a warning at most)."""
+    here = host_record() if here is None else here
+    recorded = [(c.meta.get("provenance") or {}) for c in cells]
+    lines, differs = [], []
+    for key, name in HOST_FIELDS:
+        values = Counter(str(r.get(key)) for r in recorded if r.get(key) is not None)
+        others = {v: n for v, n in values.items() if v != here[key]}
+        if others:
+            differs.append(key)
+            published = "; ".join(f"{v} ({n} of {len(cells)} cells)" for v, n in sorted(others.items()))
+            lines.append(f"  {name}: published {published}, here {here[key]}")
+    unrecorded = sum(1 for r in recorded if r.get("kernels") is None)
+    if unrecorded:
+        lines.append(f"  {unrecorded} of {len(cells)} cells recorded no CPU or kernels (written before "
+                     "cells recorded them)")
+    state = f"{len(differs)} differ here:" if differs else "the same here"
+    head = f"host (compared with what the cells recorded): {state}"
+    if "kernels" in differs or here["kernels"] != "pinned":
+        tail = ("warning: rows are bit-identical across x86-64 hosts only when both runs are pinned "
+                f"(here: {here['kernels']}); a native run may differ in the last bits and then more")
+    else:
+        tail = "pinned here and there: any x86-64 host with AVX2 gives the same bits"
+    return [head, *lines, tail]
+
+
 # ---------------------------------------------------------------------------------------------------
 # comparing rows
 
@@ -306,6 +348,7 @@ def build_parser() -> Parser:
                         help="rerun the cells whose label 'problem/algorithm/seedN [..]' matches (a glob "
                         "if it has *?[, else a substring; as harness.run --only); repeatable")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the sample (default 0)")
+    add_kernels_argument(parser)
     return parser
 
 
@@ -358,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"harness.verify: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     bo = [c for c in cells if c.spec.kind == "bo"]
-    for line in version_report(folder, chosen):
+    for line in [*version_report(folder, chosen), *host_report(chosen)]:
         print(line)
     print(f"{folder}: {len(bo)} BO cells, {len(cells) - len(bo)} timing cells; rerunning {len(chosen)}")
     for cell in timing:

@@ -1,5 +1,6 @@
-"""Shared test settings: float64 everywhere, one torch thread (as in the grid), and the portfolio
-data from the shared local copy (no network here) unless VARBO_DATA_DIR says otherwise.
+"""Shared test settings: the numerical libraries pinned as the commands pin them, float64
+everywhere, one torch thread (as in the grid), and the portfolio data from the shared local copy (no
+network here) unless VARBO_DATA_DIR says otherwise.
 
 The tests run on every core (pytest-xdist, ``--dist loadgroup`` in pyproject.toml). The test modules
 that start a local Ray, a moto server or grid drivers of their own, and time what those do, mark
@@ -20,7 +21,16 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
+
+import harness.kernels
+
+#: The tests' own cells take the code path the commands take (harness.kernels): pinned before numpy
+#: and torch load here, so that rows computed in this process and in a ``harness.run`` it starts
+#: agree. A plugin that loads numpy first (pytest-randomly does) leaves this process native; the
+#: report's header says which.
+KERNELS = harness.kernels.pin_process()
+
+import torch  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 torch.set_num_threads(1)
@@ -43,6 +53,10 @@ def portfolio_data_here() -> bool:
     except PortfolioDataError:
         return False
     return True
+
+
+def pytest_report_header() -> str:
+    return f"varbo-bench kernels of this process: {KERNELS} (harness.kernels)"
 
 
 @pytest.hookimpl(wrapper=True)

@@ -20,10 +20,6 @@ PROBLEMS = {"discrete": "branin-1-1-discrete", "continuous": "branin-1-1-continu
 #: one-shot KG on a continuous Z), run by the slow tests
 SLOW = {("rhokg-apx-released", "discrete"), ("rhokg-apx-released", "continuous"),
         ("botorch-risk", "continuous")}
-#: Less effort than the smoke grid's where the resume's assertion does not depend on it: BoTorch's
-#: starts of the one-shot KG (20 restarts from 1024 raw samples whatever its reduced options say)
-#: were two thirds of botorch-risk's 30-65 s here; with these, 3 times faster, the same code path.
-TEST_EFFORT = {"botorch-risk": {"inner_restarts": 2, "raw_inner_samples": 32}}
 
 
 def strip(rows: list[dict]) -> list[dict]:
@@ -45,7 +41,7 @@ def cases() -> list:
 @pytest.mark.parametrize(("algorithm", "kind", "risk"), cases())
 def test_resuming_after_every_iteration_gives_the_uninterrupted_rows(algorithm: str, kind: str,
                                                                     risk: str) -> None:
-    options = {**(smoke_options(algorithm, kind == "continuous") or {}), **TEST_EFFORT.get(algorithm, {})}
+    options = smoke_options(algorithm, kind == "continuous")
     spec = CellSpec.make(PROBLEMS[kind], algorithm, seed=2, iterations=ITERATIONS, risk=risk,
                          options=options or None)
     saved: dict[int, bytes] = {}

@@ -2,13 +2,24 @@
 hosts (this one as it is, and this one restricted as a CPU without AVX-512) give the same rows of a
 V-UCB cell, whose GP algebra (MKL), kernels (torch) and sorting (numpy) all take part."""
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
-from harness.kernels import PINNED, cpu_model, older_host_environment, pinned_environment
+from harness.kernels import (
+    NATIVE_VARIABLE,
+    PINNED,
+    can_pin,
+    cpu_model,
+    host_summary,
+    older_host_environment,
+    pinned_environment,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = ["x", "z", "y", "x_rec", "regret"]
@@ -36,9 +47,71 @@ def rows(env: dict[str, str], out: Path) -> list[dict]:
     return pq.read_table(path, columns=COLUMNS).to_pylist()
 
 
-def test_pinned_rows_are_the_same_on_two_emulated_hosts(tmp_path: Path) -> None:
-    """Unpinned, the same two runs differ on a host with AVX-512 (from iteration 1 on an Intel Xeon
-    with AVX-512); on a host without it, both environments are that host and agree anyway. That the
-    harness sets the pin itself, in every process that runs a cell, is issue 38's next step."""
-    assert rows(pinned_environment(), tmp_path / "a") == rows(
-        pinned_environment(older_host_environment()), tmp_path / "b")
+def unpinned() -> dict[str, str]:
+    """This process's environment without a pin or the opt-out."""
+    drop = {*PINNED, "NPY_DISABLE_CPU_FEATURES", "MKL_ENABLE_INSTRUCTIONS", NATIVE_VARIABLE}
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
+def test_the_command_pins_itself_so_two_emulated_hosts_agree(tmp_path: Path) -> None:
+    """Neither environment carries the pin: ``harness.run`` sets it before numpy and torch load.
+    With ``--native-kernels`` the same two runs differ on a host with AVX-512 (from iteration 1 on
+    an Intel Xeon with AVX-512; tests/harness/test_two_hosts.py has every kind of cell)."""
+    assert rows(unpinned(), tmp_path / "a") == rows(older_host_environment(unpinned()), tmp_path / "b")
+
+
+def child(code: str, env: dict[str, str], *argv: str) -> dict:
+    """Run ``code`` in a fresh interpreter of this checkout; its last line of output, as JSON."""
+    done = subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, env=env, check=True,
+                          capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+PIN = """import json, os, sys
+{before}
+import harness.kernels as k
+mode = k.pin_process(sys.argv[1:])
+import torch
+print(json.dumps({{"mode": mode, "record": k.host_record(), "cbwr": os.environ.get("MKL_CBWR"),
+                  "native": os.environ.get(k.NATIVE_VARIABLE)}}))"""
+
+
+def test_pin_process_pins_before_the_libraries_load_and_only_then() -> None:
+    if not can_pin():
+        pytest.skip("this host has no AVX2: nothing to pin (cells run native)")
+    fresh = child(PIN.format(before=""), unpinned())
+    assert fresh["mode"] == "pinned" and fresh["cbwr"] == "AVX2"
+    assert fresh["record"]["kernels"] == "pinned" and fresh["record"]["torch_cpu"] == "AVX2"
+    late = child(PIN.format(before="import numpy"), unpinned())  # loaded first: too late to pin
+    assert late["mode"] == "native" and late["cbwr"] is None and late["record"]["kernels"] == "native"
+    flag = child(PIN.format(before=""), unpinned(), "--native-kernels")
+    assert flag["mode"] == "native" and flag["native"] == "1" and flag["cbwr"] is None
+    variable = child(PIN.format(before=""), unpinned() | {NATIVE_VARIABLE: "1"})
+    assert variable["mode"] == "native"
+    inherited = child(PIN.format(before="import numpy"), pinned_environment(unpinned()))
+    assert inherited["mode"] == "pinned"  # set before this process started: its libraries read it
+
+
+def test_isa_level_reads_the_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The levels of the x86-64 psABI, from the flags of ``/proc/cpuinfo``."""
+    import harness.kernels as kernels
+
+    def with_flags(flags: str) -> str:
+        monkeypatch.setattr(kernels.Path, "read_text", lambda self: f"processor : 0\nflags : {flags}\n")
+        return kernels.isa_level()
+
+    v3 = "sse4_2 popcnt avx avx2 fma bmi2"
+    assert with_flags(v3) == "x86-64-v3"
+    assert with_flags(v3 + " avx512f avx512bw avx512cd avx512dq avx512vl") == "x86-64-v4"
+    assert with_flags(v3 + " avx512f") == "x86-64-v3"  # AVX-512 in part is not v4
+    assert with_flags("sse4_2 popcnt") == "x86-64-v2"
+    assert with_flags("sse2") == "x86-64-v1"
+
+
+def test_host_summary_counts_the_cells_of_each_host() -> None:
+    a = {"kernels": "pinned", "torch_cpu": "AVX2", "isa": "x86-64-v4", "cpu": "X (model 1)"}
+    b = {"kernels": "native", "torch_cpu": "AVX512", "isa": "x86-64-v4", "cpu": "X (model 1)"}
+    assert host_summary([a, b, a, {}]) == [
+        "2 cells pinned (torch AVX2) on X (model 1), x86-64-v4",
+        "1 cells native (torch AVX512) on X (model 1), x86-64-v4",
+        "1 cells recorded no kernels or CPU (written before cells recorded them)"]
