@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from harness.kernels import NATIVE_FLAG, NATIVE_VARIABLE, host_record
-from harness.results import Location, location
+from harness.results import Location, location, packs
 
 EXIT_USAGE = 2
 EXIT_CELL_FAILED = 1
@@ -71,6 +71,9 @@ def check_writable(out: Location) -> None:
         return
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a directory")
+    if packs(out):  # its cells live in packs: a new file beside them would be a second copy
+        raise UsageError(f"--out {out} is a packed folder (harness.packed): write elsewhere, or unpack "
+                         f"it first: python -m harness.pack {out} --unpack")
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):

@@ -50,6 +50,7 @@ from harness.grid import (
     unavailable_reason,
     with_overrides,
 )
+from harness.packed import PackedCell
 from harness.procs import process_alive, process_start
 from harness.results import (
     Location,
@@ -57,6 +58,7 @@ from harness.results import (
     check_cell_file,
     failure_path,
     invalid_files,
+    packs,
     read_metadata,
     result_files,
     spec_hash,
@@ -193,12 +195,16 @@ def _measured_rates(out: Path) -> dict[tuple, float]:
 
 
 def classify(cells: list[CellSpec], out: Path) -> dict[CellSpec, str]:
-    """Each cell's state: ``done``, ``failed``, ``missing`` or ``not available``."""
+    """Each cell's state: ``done``, ``failed``, ``missing`` or ``not available`` (a packed folder's
+    cells, :mod:`harness.packed`, are done as its own files would be)."""
     states = {}
+    in_packs = ({path.stem.rsplit("-", 1)[-1] for path in result_files(out)
+                 if isinstance(path, PackedCell)} if packs(out) else set())
     for spec in cells:
         if unavailable_reason(spec):
             states[spec] = "not available"
-        elif cell_path(out, spec).is_file() and check_cell_file(cell_path(out, spec)) is None:
+        elif spec_hash(spec) in in_packs or (cell_path(out, spec).is_file()
+                                             and check_cell_file(cell_path(out, spec)) is None):
             states[spec] = "done"
         elif failure_path(out, spec).is_file():
             states[spec] = "failed"

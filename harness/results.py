@@ -5,7 +5,9 @@ is :mod:`harness.store`.
 
 Layout: ``OUT/<problem>/<algorithm>/seed<seed>-<spec hash>.parquet``; failure records (JSON, kept
 apart from results) at ``OUT/_failed/<problem>/<algorithm>/seed<seed>-<spec hash>.json``; the grid's
-list of cells at ``OUT/_grid.json``. The hash covers the full cell
+list of cells at ``OUT/_grid.json``. A published folder may be *packed* instead
+(``OUT/<problem>/<algorithm>.pack.parquet``, :mod:`harness.packed`): every reader here reads its
+cells as if each had its own file. The hash covers the full cell
 spec, so a changed spec (iterations, alpha, options) is never mistaken for a finished cell. Each file
 is written to a '.'-prefixed temporary name in the same folder and then renamed over its final name,
 so a crash leaves either the complete file or nothing (readers skip '.'-prefixed files).
@@ -33,6 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from algorithms.gp import DEFAULT_GP
+from harness import packed
 from harness.spec import CellSpec
 
 _float_list = pa.list_(pa.float64())
@@ -150,6 +153,8 @@ def table_checksum(table: pa.Table) -> str:
 
 
 def _read_schema(path: Location) -> pa.Schema:
+    if isinstance(path, packed.PackedCell):
+        return packed.cell_schema(path)
     if is_local(path):
         return pq.read_schema(path)
     with path.open("rb") as stream:
@@ -168,6 +173,8 @@ def _read_table(path: Location, schema: pa.Schema = ROW_SCHEMA) -> pa.Table:
                     if field.name not in older.names:
                         old = old.append_column(field, pa.nulls(old.num_rows, field.type))
                 return old
+    if isinstance(path, packed.PackedCell):
+        return packed.cell_table(path, schema)
     if is_local(path):
         return pq.read_table(path, schema=schema)
     with path.open("rb") as stream:
@@ -305,13 +312,37 @@ def _scan(out: Location | str) -> tuple[list[tuple[Location, dict]], list[tuple[
     if not out.is_dir():
         return [], []
     good, bad = [], []
-    for path in sorted(p for p in out.rglob("*.parquet") if is_visible(p, out)):
+    for path in _cell_paths(out, bad):
         reason, meta = _check(path)
         if reason is None:
             good.append((path, meta))
         else:
             bad.append((path, reason))
     return good, bad
+
+
+def _cell_paths(out: Location, bad: list[tuple[Location, str]]) -> list[Location]:
+    """The visible ``*.parquet`` files under ``out``, each pack (:mod:`harness.packed`, local folders
+    only) replaced by its cells, sorted by path; a pack that cannot be read goes into ``bad``."""
+    paths = []
+    for path in (p for p in out.rglob("*.parquet") if is_visible(p, out)):
+        if not (packed.is_pack(path) and is_local(path)):
+            paths.append(path)
+            continue
+        try:
+            paths.extend(packed.cells_of(path))
+        except Exception as error:  # a damaged pack: named, as any damaged file
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            bad.append((path, f"not a readable pack ({reason})"))
+    return sorted(paths, key=str)
+
+
+def packs(out: Location | str) -> list[Location]:
+    """The pack files under ``out`` (:mod:`harness.packed`); empty for a folder of cell files."""
+    out = location(out)
+    if not is_local(out) or not out.is_dir():
+        return []
+    return sorted(p for p in out.rglob(f"*{packed.PACK_SUFFIX}") if is_visible(p, out))
 
 
 def cell_files(out: Location | str) -> tuple[list[tuple[Location, dict]], list[tuple[Location, str]]]:

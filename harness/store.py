@@ -122,11 +122,13 @@ def _write_whole(path: Location, write: Callable[[BinaryIO], object]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def write_atomic(table: pa.Table, path: Location) -> None:
-    """Write ``table`` to ``path`` as Parquet, whole or not at all (:func:`_write_whole`)."""
+def write_atomic(table: pa.Table, path: Location, level: int | None = None) -> None:
+    """Write ``table`` to ``path`` as Parquet, whole or not at all (:func:`_write_whole`), with zstd
+    at ``level`` (None: its default; a pack, written once and committed, takes the highest)."""
     # zstd: about half the size of the default snappy, read as fast (the published reproduction is
     # committed, 510 cells)
-    _write_whole(path, lambda stream: pq.write_table(table, stream, compression="zstd"))
+    _write_whole(path, lambda stream: pq.write_table(table, stream, compression="zstd",
+                                                     compression_level=level))
 
 
 def write_cell(out: Location | str, spec: CellSpec, result: CellResult,

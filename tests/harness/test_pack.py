@@ -1,0 +1,135 @@
+"""Packed folders (:mod:`harness.packed`, ``python -m harness.pack``): every reader reads a packed
+folder as the folder of cell files it was packed from, and unpacking gives those files back."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from harness.cell import run_cell
+from harness.pack import main as pack_main
+from harness.packed import PACK_SUFFIX, PackedCell
+from harness.results import (
+    ROW_SCHEMA_V4,
+    cell_files,
+    cell_path,
+    check_cell_file,
+    invalid_files,
+    read_cell,
+    read_results,
+    table_checksum,
+)
+from harness.spec import CellSpec
+from harness.store import write_cell, write_manifest
+from harness.verify import main as verify_main
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = [CellSpec.make(p, a, s, 3) for p in ("branin-1-1-discrete", "goldstein-1-1-discrete")
+         for a in ("random", "vucb-unif") for s in (0, 1)]
+
+
+@pytest.fixture(scope="module")
+def unpacked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished folder of eight cells, one of them in the older schema (without ``mean_rec``)."""
+    out = tmp_path_factory.mktemp("unpacked") / "results"
+    for spec in SPECS:
+        write_cell(out, spec, run_cell(spec))
+    write_manifest(out, "test", SPECS)
+    path = cell_path(out, SPECS[0])  # rewritten as a file of the schema before mean_rec
+    table = pq.read_table(path)
+    meta = json.loads(table.schema.metadata[b"varbo"])
+    older = table.select(ROW_SCHEMA_V4.names).replace_schema_metadata(None)
+    meta["checksum"] = table_checksum(older)
+    pq.write_table(older.replace_schema_metadata({"varbo": json.dumps(meta)}), path, compression="zstd")
+    assert check_cell_file(path) is None
+    return out
+
+
+@pytest.fixture()
+def packed(unpacked: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "packed"
+    shutil.copytree(unpacked, out)
+    assert pack_main([str(out)]) == 0
+    return out
+
+
+def files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+def test_a_pack_holds_every_cell_and_nothing_else_changes(unpacked: Path, packed: Path) -> None:
+    assert files(packed) == ["_grid.json", *sorted(f"{p}/{a}{PACK_SUFFIX}" for p in (
+        "branin-1-1-discrete", "goldstein-1-1-discrete") for a in ("random", "vucb-unif"))]
+    before, after = cell_files(unpacked), cell_files(packed)
+    assert not before[1] and not after[1]
+    assert [(str(p.relative_to(unpacked)), m) for p, m in before[0]] == [
+        (str(p.relative_to(packed)), m) for p, m in after[0]]
+    assert all(isinstance(p, PackedCell) and p.is_file() for p, _ in after[0])
+
+
+def test_every_reader_reads_a_packed_folder_as_its_cell_files(unpacked: Path, packed: Path) -> None:
+    pd.testing.assert_frame_equal(read_results(unpacked), read_results(packed))
+    older = read_results(packed).query("problem == 'branin-1-1-discrete' and algorithm == 'random' "
+                                       "and seed == 0")
+    assert older["mean_rec"].isna().all()  # the column that cell's file did not have
+    for (a, _), (b, _) in zip(cell_files(unpacked)[0], cell_files(packed)[0], strict=True):
+        assert read_cell(a)[1].equals(read_cell(b)[1])
+    status = subprocess.run([sys.executable, "-m", "harness.status", str(packed)], capture_output=True,
+                            text=True, cwd=ROOT)
+    assert "total: 8 done, 0 missing, 0 failed" in status.stdout, status.stdout + status.stderr
+
+
+def test_verify_reruns_a_packed_cell(packed: Path, capsys: pytest.CaptureFixture) -> None:
+    assert verify_main([str(packed), "--cell", "goldstein-1-1-discrete/vucb-unif/seed1"]) == 0
+    assert "summary: all 1 cells identical" in capsys.readouterr().out
+
+
+def test_unpacking_gives_the_cell_files_back(unpacked: Path, packed: Path) -> None:
+    assert pack_main([str(packed), "--unpack"]) == 0
+    assert files(packed) == files(unpacked)
+    for path in unpacked.rglob("*.parquet"):
+        twin = packed / path.relative_to(unpacked)
+        assert pq.read_schema(twin).names == pq.read_schema(path).names
+        assert pq.read_schema(twin).metadata == pq.read_schema(path).metadata
+        assert pq.read_table(twin).equals(pq.read_table(path))
+
+
+def test_a_packed_folder_is_read_only_and_a_running_one_is_not_packed(packed: Path, unpacked: Path,
+                                                                     tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "harness.run", "--problem", "branin-1-1-discrete",
+                           "--algorithm", "random", "--iterations", "1", "--out", str(packed)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "packed folder" in done.stderr
+    assert pack_main([str(packed)]) == 2  # packed already
+    running = tmp_path / "running"
+    shutil.copytree(unpacked, running)
+    (running / "_progress.json").write_text("{}")
+    assert pack_main([str(running)]) == 2
+    assert len(list(running.rglob("*.parquet"))) == len(SPECS)  # nothing changed
+
+
+def test_a_damaged_pack_is_named_not_read(packed: Path) -> None:
+    pack = next(packed.rglob(f"*{PACK_SUFFIX}"))
+    pack.write_bytes(pack.read_bytes()[:-100])
+    (bad,) = invalid_files(packed)
+    assert bad[0] == pack and "not a readable pack" in bad[1]
+    assert len(cell_files(packed)[0]) == len(SPECS) - 2
+
+
+def test_a_pack_with_a_changed_value_fails_its_cells_checksum(packed: Path) -> None:
+    pack = next(packed.rglob(f"*{PACK_SUFFIX}"))
+    table = pq.read_table(pack)
+    y = table.column("y").to_pylist()
+    y[1] = (y[1] or 0.0) + 1.0
+    table = table.set_column(table.schema.get_field_index("y"), "y", pa.array(y, pa.float64()))
+    pq.write_table(table, pack)
+    reasons = [reason for path, reason in invalid_files(packed) if isinstance(path, PackedCell)]
+    assert reasons == ["damaged data (its values do not match its checksum)"]
