@@ -1,0 +1,85 @@
+"""``analysis.recheck``: the statistical agreement of a rerun with a publication, decided on the
+published paper folder with reruns made from its own rows (shifted where a test needs them to be
+another draw)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from analysis.recheck import compare
+from analysis.report import read_frame, results_study
+
+ROOT = Path(__file__).resolve().parents[2]
+PAPER = ROOT / "docs" / "reproduction" / "paper"
+PROBLEM = "hartmann-1-2-discrete"
+
+
+@pytest.fixture(scope="module")
+def published() -> pd.DataFrame:
+    return read_frame(PAPER)[0]
+
+
+def cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of C3's default cells on :data:`PROBLEM` (V-UCB Prob and Unif, every seed)."""
+    return frame.loc[(frame["problem"] == PROBLEM) & frame["algorithm"].isin(["vucb-prob", "vucb-unif"])
+                     & (frame["options"] == "{}") & (frame["alpha"] == frame.loc[
+                         frame["problem"] == PROBLEM, "alpha"].max())]
+
+
+def band(finals: np.ndarray) -> tuple[float, float]:
+    """The 70 % two-sided t band of the mean, written again here."""
+    n = len(finals)
+    half = stats.t.ppf(0.85, n - 1) * finals.std(ddof=1) / np.sqrt(n)
+    return finals.mean() - half, finals.mean() + half
+
+
+def shifted(rows: pd.DataFrame, algorithm: str, by: float) -> pd.DataFrame:
+    out = rows.copy()
+    out.loc[out["algorithm"] == algorithm, "log10_regret"] += by
+    return out
+
+
+def check(published: pd.DataFrame, rerun: pd.DataFrame) -> tuple[bool, list[str]]:
+    study = results_study(PAPER)
+    claim = next(c for c in study.claims if c.id == "C3")
+    return compare(published, rerun, set(cells(published)["spec_hash"]), study, claim, PROBLEM)
+
+
+def test_the_publication_agrees_with_itself(published: pd.DataFrame) -> None:
+    agrees, lines = check(published, cells(published))
+    assert agrees and lines[0].startswith("verdict: published ")
+    assert lines[0].split("published ")[1].split(" (")[0] == lines[0].split("rerun ")[1].split(" (")[0]
+
+
+def test_a_mean_outside_the_published_band_disagrees(published: pd.DataFrame) -> None:
+    rows = cells(published)
+    last = rows["iteration"] == rows.groupby("spec_hash")["iteration"].transform("max")
+    finals = rows.loc[last & (rows["algorithm"] == "vucb-unif"), "log10_regret"].to_numpy()
+    lower, _ = band(finals)  # shifted down, to the better side: the verdict (Prob beats Unif) stays
+    inside, _ = check(published, shifted(rows, "vucb-unif", 0.9 * (lower - finals.mean())))
+    outside, lines = check(published, shifted(rows, "vucb-unif", 1.1 * (lower - finals.mean())))
+    assert inside and not outside
+    assert any(line.startswith("vucb-unif") and "OUTSIDE" in line for line in lines)
+
+
+def test_a_changed_verdict_disagrees(published: pd.DataFrame) -> None:
+    """V-UCB Prob made 3 log10 units worse on every seed: V-UCB Unif is then significantly lower,
+    which is not the published verdict (and the mean leaves its band too)."""
+    agrees, lines = check(published, shifted(cells(published), "vucb-prob", 3.0))
+    assert not agrees and "rerun not reproduced" in lines[0]
+
+
+def test_bad_input_is_one_line_and_exit_2() -> None:
+    for argv, text in ((["--claim", "C12", "--problem", PROBLEM], "no claim 'C12'"),
+                       (["--claim", "C7", "--problem", PROBLEM], "not decided on regrets"),
+                       (["--claim", "C3", "--problem", "nowhere"], "no sub-claim on 'nowhere'")):
+        done = subprocess.run([sys.executable, "-m", "analysis.recheck", str(PAPER), *argv, "--dry-run"],
+                              capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and text in done.stderr, done.stderr
