@@ -202,3 +202,10 @@ def host_summary(provenances: list[Mapping]) -> list[str]:
     if unrecorded:
         lines.append(f"{unrecorded} cells recorded no kernels or CPU (written before cells recorded them)")
     return lines
+
+
+if __name__ == "__main__":  # ``eval "$(python -m harness.kernels)"``: this shell's processes pinned
+    import shlex
+
+    for key, value in pin_variables().items():
+        print(f"export {key}={shlex.quote(value)}")

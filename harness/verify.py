@@ -260,13 +260,22 @@ def host_report(cells: list[Cell], here: dict[str, str] | None = None) -> list[s
         lines.append(f"  {unrecorded} of {len(cells)} cells recorded no CPU or kernels (written before "
                      "cells recorded them)")
     state = f"{len(differs)} differ here:" if differs else "the same here"
+    if unrecorded == len(cells):
+        state = "unknown:"
     head = f"host (compared with what the cells recorded): {state}"
-    if "kernels" in differs or here["kernels"] != "pinned":
-        tail = ("warning: rows are bit-identical across x86-64 hosts only when both runs are pinned "
-                f"(here: {here['kernels']}); a native run may differ in the last bits and then more")
-    else:
+    if here["kernels"] == "pinned" and not unrecorded and not differs:
         tail = "pinned here and there: any x86-64 host with AVX2 gives the same bits"
+    else:
+        tail = ("warning: rows are bit-identical across x86-64 hosts only when both runs are pinned "
+                f"(here: {here['kernels']}; there: {_kernels_there(recorded)}); otherwise only on the "
+                "same CPU model, and a difference in the last bits grows over a run")
     return [head, *lines, tail]
+
+
+def _kernels_there(recorded: list[dict]) -> str:
+    """How the cells ran, as the cells recorded it: ``pinned``, ``native``, a mix, or unknown."""
+    modes = sorted({str(r.get("kernels", "unknown")) for r in recorded})
+    return " and ".join(modes)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -169,8 +169,6 @@ class AlgorithmOptions(SphinxDirective):
 #: job) that point outside the site, and where they go on the site.
 REPRODUCTION_LINKS = {
     "../../README.md#analysis": "explanation/claims.md",
-    "../explanation/claims.md": "explanation/claims.md",
-    "../explanation/sensitivity.md": "explanation/sensitivity.md",
 }
 
 
@@ -182,6 +180,8 @@ def rewrite_reproduction(app: Sphinx, relative_path: Path, parent_docname: str, 
     text = content[0]
     for old, new in REPRODUCTION_LINKS.items():
         text = text.replace(f"]({old})", f"]({new})")
+    # ../how-to/resume.md#..., ../explanation/claims.md: the site's pages, from the site's root
+    text = re.sub(r"\]\(\.\./((?:explanation|how-to|reference|tutorials)/[^)]*)\)", r"](\1)", text)
     # [`paper/`](paper/), [`paper-extra/_report/`](paper-extra/_report/): code, not links
     text = re.sub(r"\[(`[^`\]]+`)\]\((paper(?:-extra)?/[^)]*)\)", r"\1", text)
     content[0] = text
