@@ -4,8 +4,6 @@ another draw)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.recheck import compare
+from analysis.recheck import compare, main
 from analysis.report import read_frame, results_study
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,10 +74,24 @@ def test_a_changed_verdict_disagrees(published: pd.DataFrame) -> None:
     assert not agrees and "rerun not reproduced" in lines[0]
 
 
-def test_bad_input_is_one_line_and_exit_2() -> None:
+def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture) -> None:
     for argv, text in ((["--claim", "C12", "--problem", PROBLEM], "no claim 'C12'"),
                        (["--claim", "C7", "--problem", PROBLEM], "not decided on regrets"),
-                       (["--claim", "C3", "--problem", "nowhere"], "no sub-claim on 'nowhere'")):
-        done = subprocess.run([sys.executable, "-m", "analysis.recheck", str(PAPER), *argv, "--dry-run"],
-                              capture_output=True, text=True, cwd=ROOT)
-        assert done.returncode == 2 and done.stderr.count("\n") == 1 and text in done.stderr, done.stderr
+                       (["--claim", "C3", "--problem", "nowhere"], "no sub-claim on 'nowhere'"),
+                       (["--claim", "C3", "--problem", PROBLEM, "--jobs", "0"], "--jobs must be >= 1")):
+        assert main([str(PAPER), *argv, "--dry-run"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and text in err, err
+
+
+def test_the_dry_run_prints_the_cells_and_their_published_cost(published: pd.DataFrame,
+                                                               capsys: pytest.CaptureFixture) -> None:
+    """20 cells: V-UCB Prob and Unif, seeds 0-9; their cost is the sum of their rows' recorded times,
+    summed again here from the published rows."""
+    assert main([str(PAPER), "--claim", "C3", "--problem", PROBLEM, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"C3 on {PROBLEM}: vucb-prob vs vucb-unif, 20 cells (seeds 0-9)")
+    rows = cells(published)
+    seconds = rows[["t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"]].fillna(0.0).to_numpy().sum()
+    shown = out.split("they took ")[1].split(" of CPU")[0]
+    assert shown == (f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min")
