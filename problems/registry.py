@@ -14,6 +14,7 @@ from dataclasses import replace
 from torch import Tensor
 
 from problems.base import Optimum, Problem
+from problems.branin_williams import branin_williams_problem
 from problems.checks import positive_int
 from problems.distributions import DiscreteZ, TruncatedNormalZ, gaussian_grid
 from problems.optima import load_table, search_problem
@@ -98,6 +99,8 @@ PROBLEMS.update({f"{prefix}-continuous": functools.partial(_synthetic_continuous
 # The simulated problems (docs/conventions.md section 4) live in their own modules.
 PROBLEMS["portfolio-3-2"] = portfolio_problem
 PROBLEMS["robot-push-3-2"] = robot_push_problem
+# The field's problems (issue 39), each in its own module with its source and its mapping.
+PROBLEMS["branin-williams-2-2"] = branin_williams_problem
 
 
 def _optimum_from_entry(entry: dict) -> Optimum:

@@ -3,6 +3,7 @@ each its own raylet process, via ray.cluster_utils.Cluster): a worker node kille
 rerun elsewhere; a long cell resumes from its checkpoint), and the driver killed mid-grid, then
 rerun against the same cluster."""
 
+import contextlib
 import io
 import os
 import signal
@@ -18,8 +19,9 @@ import pytest
 import torch
 
 from harness.cell import CellSpec, run_cell
+from harness.kernels import PINNED
 from harness.ray_runner import run_cells, start_ray
-from harness.results import ROW_SCHEMA, cell_path, read_results, result_files
+from harness.results import ROW_SCHEMA, cell_files, cell_path, read_results, result_files
 from harness.store import read_checkpoint
 from tests.harness.faults import slow_cell, slow_iterations
 from tests.harness.layout import TIMINGS
@@ -35,6 +37,18 @@ CELLS = [CellSpec.make(p, "random", s, 2) for p in ("branin-1-1-discrete", "gold
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
 
 
+@contextlib.contextmanager
+def unpinned_nodes():
+    """Ray nodes started meanwhile get no pin from this (pinned) test process: their workers are
+    pinned only if the driver's runtime environment pins them (:mod:`harness.kernels`)."""
+    keys = [*PINNED, "NPY_DISABLE_CPU_FEATURES"]
+    saved = {k: os.environ.pop(k) for k in keys if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
 @pytest.fixture(scope="module")
 def head():
     """The head node, shared by the tests of this module (it starts in seconds, not instantly)."""
@@ -42,9 +56,10 @@ def head():
     # the head advertises no CPU, as on a real cluster: every cell runs on a worker node
     # a dead node is declared dead after 3 missed health checks 0.5 s apart (Ray's defaults: 5 and
     # 3 s, whose detection delay would dominate these tests)
-    c = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "include_dashboard": False,
-        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3}})
+    with unpinned_nodes():
+        c = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 0, "include_dashboard": False,
+            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3}})
     start_ray(c.address, None)  # as the grid command joins a cluster (quiet, Ray's messages condensed)
     yield c
     ray.shutdown()
@@ -54,7 +69,8 @@ def head():
 @pytest.fixture
 def cluster(head):
     """Two fresh worker nodes of one CPU each (a test may kill one); removed afterwards."""
-    nodes = [head.add_node(num_cpus=1) for _ in range(2)]
+    with unpinned_nodes():
+        nodes = [head.add_node(num_cpus=1) for _ in range(2)]
     head.wait_for_nodes()
     yield head, nodes
     for node in nodes:
@@ -129,6 +145,9 @@ def test_the_driver_killed_then_rerun_recomputes_no_finished_cell(cluster, tmp_p
     assert len(files) == 16 == len({(p.parent.parent.name, p.parent.name, p.name) for p in files})
     assert all(p.stat().st_mtime_ns == t for p, t in finished.items())  # none recomputed
     assert not list(out.rglob(".*")) and not (out / "_failed").exists()
+    # the nodes started without the pin: the driver's runtime environment pinned their workers
+    kernels = {(m["provenance"]["kernels"], m["provenance"]["torch_cpu"]) for _, m in cell_files(out)[0]}
+    assert kernels == {("pinned", "AVX2")}
 
 
 def test_a_cell_on_a_killed_node_resumes_from_its_last_checkpoint(cluster, tmp_path: Path) -> None:
