@@ -17,6 +17,7 @@ from problems.base import Optimum, Problem
 from problems.branin_williams import branin_williams_problem
 from problems.checks import positive_int
 from problems.distributions import DiscreteZ, TruncatedNormalZ, gaussian_grid
+from problems.hartmann6_splits import hartmann6_1_5, hartmann6_5_1
 from problems.optima import load_table, search_problem
 from problems.plugins import import_object, is_import_path
 from problems.portfolio import portfolio_problem
@@ -101,6 +102,8 @@ PROBLEMS["portfolio-3-2"] = portfolio_problem
 PROBLEMS["robot-push-3-2"] = robot_push_problem
 # The field's problems (issue 39), each in its own module with its source and its mapping.
 PROBLEMS["branin-williams-2-2"] = branin_williams_problem
+PROBLEMS["hartmann6-5-1"] = hartmann6_5_1
+PROBLEMS["hartmann6-1-5"] = hartmann6_1_5
 
 
 def _optimum_from_entry(entry: dict) -> Optimum:
