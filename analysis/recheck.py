@@ -55,6 +55,7 @@ from analysis.study import Claim, PairComparison, Study
 from harness.cell import CellResult, run_cell
 from harness.cli import EXIT_USAGE, Parser, UsageError, add_kernels_argument, kernels_line
 from harness.grid import cell_label
+from harness.grid_cli import duration_text
 from harness.results import cell_files, cell_path, check_cell_file, read_cell, spec_from_dict, spec_hash
 from harness.spec import CellSpec
 from harness.store import write_cell
@@ -107,12 +108,6 @@ def _compute_seconds(path: Path) -> float:
     _, table = read_cell(path)
     frame = table.select(list(TIMES)).to_pandas()
     return float(frame.fillna(0.0).to_numpy().sum())
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
 
 
 def _rerun(spec: CellSpec) -> CellResult:
@@ -217,8 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     seeds = sorted({spec.seed for spec, _ in cells})
     jobs = min(args.jobs, len(cells))
     print(f"{args.claim} on {args.problem}: {comparison.a} vs {comparison.b}, {len(cells)} cells (seeds "
-          f"{seeds[0]}-{seeds[-1]}); published, they took {_duration(seconds)} of CPU time: about "
-          f"{_duration(seconds / jobs)} with {jobs} processes here (and a few seconds each to start); "
+          f"{seeds[0]}-{seeds[-1]}); published, they took {duration_text(seconds)} of CPU time: about "
+          f"{duration_text(seconds / jobs)} with {jobs} processes here (and a few seconds each to start); "
           f"{kernels_line()}", flush=True)
     if args.dry_run:
         return 0

@@ -299,7 +299,8 @@ def print_groups(cells: list[CellSpec], shown: dict[CellSpec, str], cost: dict[C
         print("  ".join(cells_text).rstrip())
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """Seconds as people read a cost: ``42 s``, ``11.2 min``, ``5.9 h``."""
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -464,10 +465,10 @@ def _plan(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], out: Loca
         _print_unavailable(unavailable)
     for path, reason in invalid_files(out):  # never read as results; a cell of the grid is rerun
         print(f"ignored {path}: {reason}")
-    estimate = f"about {_duration(sum(costs))} of CPU time"
+    estimate = f"about {duration_text(sum(costs))} of CPU time"
     if not args.address:  # a cluster's size is known only once joined
         cpus = args.num_cpus or os.cpu_count() or 1
-        estimate += f", {_duration(sum(costs) / cpus)} on {cpus} CPUs"
+        estimate += f", {duration_text(sum(costs) / cpus)} on {cpus} CPUs"
     if counts["failed"] and not args.retry_failed and not args.force and not args.dry_run:
         print(f"{counts['failed']} failed cells are skipped (--retry-failed reruns them; "
               f"python -m harness.status {out} shows why)")

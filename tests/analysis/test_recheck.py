@@ -94,4 +94,4 @@ def test_the_dry_run_prints_the_cells_and_their_published_cost(published: pd.Dat
     rows = cells(published)
     seconds = rows[["t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"]].fillna(0.0).to_numpy().sum()
     shown = out.split("they took ")[1].split(" of CPU")[0]
-    assert shown == (f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min")
+    assert shown == (f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min")
