@@ -23,6 +23,7 @@ from problems.plugins import import_object, is_import_path
 from problems.portfolio import portfolio_problem
 from problems.robot_push import robot_push_problem
 from problems.synthetic import branin, goldstein_price, hartmann3
+from problems.yacht import yacht_problem
 
 NOISE_STD = 0.1  # noise variance 0.01 on every problem (docs/conventions.md section 2)
 
@@ -104,6 +105,7 @@ PROBLEMS["robot-push-3-2"] = robot_push_problem
 PROBLEMS["branin-williams-2-2"] = branin_williams_problem
 PROBLEMS["hartmann6-5-1"] = hartmann6_5_1
 PROBLEMS["hartmann6-1-5"] = hartmann6_1_5
+PROBLEMS["yacht-5-1"] = yacht_problem
 
 
 def _optimum_from_entry(entry: dict) -> Optimum:
