@@ -265,15 +265,21 @@ class BotorchRisk(Algorithm):
     def _sampler(self, n: int, t: int, purpose: str) -> SobolQMCNormalSampler:
         return SobolQMCNormalSampler(torch.Size([n]), seed=derive_seed(self.search_seed(t), purpose) % 2**31)
 
-    def _knowledge_gradient(self, model: SingleTaskGP, t: int) -> qMultiFidelityKnowledgeGradient:
+    def acquisition_set(self, t: int) -> tuple[Tensor, RiskMeasureMCObjective]:
+        """The acquisition's w set of iteration ``t`` (``m x d_z`` distinct points) and the risk
+        measure over it: ``n_w`` draws of Z and BoTorch's measure of their values repeated by their
+        counts."""
         w, counts = self.w_set(t, self.n_w, "acquisition")
+        return w, risk_measure(self.risk, self.problem.alpha, counts, self.level)
+
+    def _knowledge_gradient(self, model: SingleTaskGP, t: int) -> qMultiFidelityKnowledgeGradient:
+        w, objective = self.acquisition_set(t)
         d_x = self.problem.d_x
         return qMultiFidelityKnowledgeGradient(
             model=with_w_set(model, w), num_fantasies=self.num_fantasies,
             sampler=self._sampler(self.num_fantasies, t, "fantasies"),
             inner_sampler=self._sampler(self.inner_samples, t, "inner"),
-            objective=risk_measure(self.risk, self.problem.alpha, counts, self.level),
-            project=lambda X: X[..., :d_x])
+            objective=objective, project=lambda X: X[..., :d_x])
 
     def _optimize(self, acquisition, bounds: Tensor, seed: int, **kwargs: object) -> tuple[Tensor, Tensor]:
         """``optimize_acqf`` (q = 1) with its random starts drawn from torch's generator seeded by

@@ -167,14 +167,27 @@ class CVUCB(Algorithm):
         return points, masses, z.density(points)
 
     def propose(self, model: SingleTaskGP, t: int) -> Proposal:
-        beta, alpha = self.beta(t), self.problem.alpha
+        beta = self.beta(t)
         points, masses, preference = self.support(t)
-        marginals = PosteriorMarginals(model)
-        score = cvar_upper_function(marginals, points, masses, alpha, beta)
+        score = cvar_upper_function(PosteriorMarginals(model), points, masses, self.problem.alpha, beta)
         x_t, _ = maximize_x(model, score, self.problem.d_x, self.search_seed(t), self.n_raw,
                             self.n_restarts, self.maxiter)
+        return self.lacing_step(model, x_t, t, beta, (points, masses, preference))
+
+    def lacing_step(self, model: SingleTaskGP, x_t: Tensor, t: int, beta: float,
+                    support: tuple[Tensor, Tensor, Tensor]) -> Proposal:
+        """The query at ``x_t`` (``d_x``): z_t, the largest-mass (or, ``lv_rule = "unif"``, a random)
+        lacing value at the level alpha_t in (0, alpha] where VaR(u) - VaR(l) at x_t is largest,
+        with the bounds' CVaRs at x_t as diagnostics (CV-TS shares this step).
+
+        Args:
+            support: the iteration's ``m x d_z`` points, ``m`` masses and ``m`` preferences
+                (:meth:`support`).
+        """
+        points, masses, preference = support
+        alpha = self.problem.alpha
         with torch.no_grad():
-            l, _, u = marginals.grid_bounds(x_t.unsqueeze(0), points, beta)
+            l, _, u = PosteriorMarginals(model).grid_bounds(x_t.unsqueeze(0), points, beta)
         l, u = l[0], u[0]
         alpha_t, gap = risk_level(l, u, masses, alpha)
         mask, var_l, var_u = lacing_values(l, u, masses, alpha_t)

@@ -12,11 +12,13 @@ from collections.abc import Callable
 
 from algorithms.base import Algorithm, check_algorithm
 from algorithms.botorch_risk import BotorchRisk
+from algorithms.cvts import CVTS
 from algorithms.cvucb import CVUCB
 from algorithms.describe import OptionDoc
 from algorithms.options import check_declaration, describe_options
 from algorithms.random_search import RandomSearch
 from algorithms.rhokg import RhoKGApx, RhoKGApxReleased
+from algorithms.rhokg_oneshot import RhoKGOneShot
 from algorithms.stableopt import StableOpt
 from algorithms.vucb import VUCBProb, VUCBUnif
 from algorithms.vucb_saa import VUCBProbSAA
@@ -33,7 +35,9 @@ ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "rhokg-apx": RhoKGApx,
     "rhokg-apx-released": RhoKGApxReleased,
     "cvucb": CVUCB,
+    "cvts": CVTS,
     "botorch-risk": BotorchRisk,
+    "rhokg-oneshot": RhoKGOneShot,
 }
 for _key, _factory in ALGORITHMS.items():  # a class whose name or declarations do not hold fails here
     check_algorithm(_key, _factory)
