@@ -43,7 +43,8 @@ class Proposal:
 
     Attributes:
         x: ``d_x`` decision, in [0, 1].
-        z: ``d_z`` environment value.
+        z: ``d_z`` environment value; None from a z-blind algorithm (``chooses_z = False``), whose
+            z the loop draws from Z.
         info: per-iteration diagnostics, stored whole in the row's ``info`` column (JSON); four
             keys also have columns of their own (``beta``, ``lv_count``, ``var_upper``,
             ``var_lower``). No key changes how the runner computes a row.
@@ -53,7 +54,7 @@ class Proposal:
     """
 
     x: Tensor
-    z: Tensor
+    z: Tensor | None
     info: dict[str, float | int | None] = field(default_factory=dict)
     lower_bound: float | None = None
 
@@ -104,6 +105,11 @@ class Algorithm(ABC):
     #: :func:`algorithms.options.describe_options` (``--describe``); empty: ``**kwargs`` of
     #: ``__init__``, if any, are passed on to the parent class.
     option_settings: ClassVar[dict[str, tuple[type, ...]]] = {}
+    #: Whether the algorithm chooses z (the default) or only x. A z-blind method (RAHBO) proposes
+    #: x with ``z = None``; the loop draws every z it evaluates from Z's distribution, on a stream
+    #: of the run's own (:func:`algorithms.loop.z_blind_draw`), the initial design's included, and
+    #: every evaluation counts against the budget as any other.
+    chooses_z: ClassVar[bool] = True
 
     @classmethod
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:
@@ -151,6 +157,12 @@ class Algorithm(ABC):
     def propose(self, model: SingleTaskGP, t: int) -> Proposal:
         """The query of iteration ``t`` (1-based) given the model of the data up to t - 1."""
 
+    def observe(self, train_X: Tensor, train_Y: Tensor) -> None:
+        """Every observation so far (``n x (d_x + d_z)`` queries and ``n x 1`` outcomes), given by
+        the loop before each proposal and recommendation: for a method that models the data its own
+        way (RAHBO's models of the mean and the variance at each x). The default ignores it."""
+        return None
+
     def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
         """The recommended x given the model and the ``n x (d_x + d_z)`` queries so far: by default
         the shared rule, the observed x whose
@@ -192,7 +204,7 @@ def check_algorithm(key: str, factory: object) -> None:
     declarations the runner can rely on: ``name`` equal to ``key`` (its registry key, or the
     import path it was loaded by), ``z_kinds`` a non-empty subset of {discrete, continuous},
     ``target`` one of ``var``, ``worst_case``, ``risks`` a non-empty subset of {var, cvar},
-    ``candidates`` one of ``x``, ``xz``."""
+    ``candidates`` one of ``x``, ``xz``, ``chooses_z`` a bool."""
     if not (isinstance(factory, type) and issubclass(factory, Algorithm)):
         what = f"the class {factory.__name__}" if isinstance(factory, type) else \
             f"of type {type(factory).__name__}"
@@ -215,6 +227,8 @@ def check_algorithm(key: str, factory: object) -> None:
         raise ValueError(f"{where}: risks must be a non-empty subset of {list(RISKS)}, got {risks!r}")
     if factory.candidates not in ("x", "xz"):
         raise ValueError(f"{where}: candidates must be 'x' or 'xz', got {factory.candidates!r}")
+    if not isinstance(getattr(factory, "chooses_z", True), bool):
+        raise ValueError(f"{where}: chooses_z must be True or False, got {factory.chooses_z!r}")
 
 
 def z_kind(problem: Problem) -> str:

@@ -26,10 +26,17 @@ from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, Recommendation
 from algorithms.gp import FitReport, GPProfile, fit_gp, gp_profile, make_gp
+from problems import Problem
 from problems.float64 import default_float64
 from problems.seeding import generator
 
-__all__ = ["BOLoop"]
+__all__ = ["BOLoop", "z_blind_draw"]
+
+
+def z_blind_draw(problem: Problem, seed_root: int, t: int) -> Tensor:
+    """The z of a z-blind method's evaluation at iteration ``t``: one draw from Z's distribution
+    (``d_z``), on the run's stream ``("z-blind", t)``, so that a resumed run draws the same."""
+    return problem.z.sample(1, generator(seed_root, "z-blind", t))[0]
 
 
 class BOLoop:
@@ -54,6 +61,7 @@ class BOLoop:
         self.profile = gp_profile(profile)
         self.n_init = problem.n_init
         self.fit_rng = generator(seed_root, "gp-fit")
+        self.seed_root = seed_root
         self.train_X = torch.empty(0, problem.d_x + problem.d_z, dtype=torch.float64)
         self.train_Y = torch.empty(0, 1, dtype=torch.float64)
         self.model: SingleTaskGP | None = None
@@ -89,13 +97,22 @@ class BOLoop:
         return report
 
     def propose(self) -> Proposal:
-        """The algorithm's query for the next iteration (:attr:`iteration` + 1), given the model."""
+        """The algorithm's query for the next iteration (:attr:`iteration` + 1), given the model and
+        the data; a z-blind algorithm's z is drawn here (:func:`z_blind_draw`)."""
+        t = self.iteration + 1
         with default_float64():
-            return self.algorithm.propose(self.fitted_model(), self.iteration + 1)
+            self.algorithm.observe(self.train_X, self.train_Y)
+            proposal = self.algorithm.propose(self.fitted_model(), t)
+        if not self.algorithm.chooses_z:
+            if proposal.z is not None:
+                raise ValueError(f"{self.algorithm.name} is z-blind (chooses_z = False) but proposed a z")
+            proposal.z = z_blind_draw(self.algorithm.problem, self.seed_root, t)
+        return proposal
 
     def recommend(self) -> Recommendation:
         """The algorithm's recommendation given the model and every query so far."""
         with default_float64():
+            self.algorithm.observe(self.train_X, self.train_Y)
             return self.algorithm.recommend(self.fitted_model(), self.train_X)
 
     def state_dict(self) -> dict:

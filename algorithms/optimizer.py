@@ -139,7 +139,8 @@ class VaROptimizer:
         with default_float64():
             self.algorithm: Algorithm = build_algorithm(self.algorithm_name, factory, self.problem,
                                                         self._seed_root, **self.options)
-        self._design = torch.cat(self.problem.initial_design(seed), dim=-1)  # n_init x (d_x + d_z)
+        design = self.problem.initial_design(seed, not self.algorithm.chooses_z)
+        self._design = torch.cat(design, dim=-1)  # n_init x (d_x + d_z)
         self.loop = BOLoop(self.algorithm, self._seed_root, self.gp)  # the data (unit cube) and model
         self._pending: Tensor | None = None  # the unit-cube query last asked and not yet told
 

@@ -4,6 +4,9 @@ A factory is called as ``factory(problem, seed_root, **options)`` and returns an
 :class:`algorithms.base.Algorithm`. To add an algorithm, subclass it and add one entry here, and
 declare its options in its ``options`` attribute (:mod:`algorithms.options`; a test requires the
 declaration to match the constructor and a meaning for every option of every registered algorithm).
+The site's algorithms page generates its row, its section (label ``options-NAME``), the first
+paragraph of its module's docstring and its options from the entry (``docs/_ext/varbo_generated.py``);
+no page needs an edit.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from algorithms.cvts import CVTS
 from algorithms.cvucb import CVUCB
 from algorithms.describe import OptionDoc
 from algorithms.options import check_declaration, describe_options
+from algorithms.rahbo import RAHBO
 from algorithms.random_search import RandomSearch
 from algorithms.rhokg import RhoKGApx, RhoKGApxReleased
 from algorithms.rhokg_oneshot import RhoKGOneShot
@@ -38,6 +42,7 @@ ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "cvts": CVTS,
     "botorch-risk": BotorchRisk,
     "rhokg-oneshot": RhoKGOneShot,
+    "rahbo": RAHBO,
 }
 for _key, _factory in ALGORITHMS.items():  # a class whose name or declarations do not hold fails here
     check_algorithm(_key, _factory)

@@ -178,7 +178,7 @@ class _CellRun:
     def initial_design(self) -> None:
         """Observe the initial design of (problem, seed) with one noise draw each, and fit."""
         problem = self.problem
-        x0, z0 = problem.initial_design(self.spec.seed)
+        x0, z0 = problem.initial_design(self.spec.seed, not self.loop.algorithm.chooses_z)
         y0 = problem.observe(x0, z0, torch.randn(problem.n_init, generator=self.noise, dtype=torch.float64))
         self.update(torch.cat([x0, z0], dim=-1), y0)
 

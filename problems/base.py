@@ -279,16 +279,20 @@ class Problem:
             out.append(best)
         return torch.cat(out) if out else x.new_empty(0)
 
-    def initial_design(self, seed: int) -> tuple[Tensor, Tensor]:
+    def initial_design(self, seed: int, z_from_distribution: bool = False) -> tuple[Tensor, Tensor]:
         """The initial design of run ``seed``: ``n_init x d_x`` and ``n_init x d_z``.
 
         Depends on (problem name, seed) only, so every algorithm starts from the same points: x
         uniform on [0, 1]^d_x, z uniform over the support of Z (points for a discrete Z, the box for
-        a continuous one), so that the first model sees the whole range of z.
+        a continuous one), so that the first model sees the whole range of z. With
+        ``z_from_distribution`` (a z-blind method, which does not choose z: every z it sees is drawn
+        from Z) the same x, and z drawn from Z's distribution on a stream of its own.
         """
         g = generator(self.name, seed, "initial-design")
         x = torch.rand(self.n_init, self.d_x, generator=g, dtype=torch.float64)
         z = self.z.sample_support(self.n_init, g)
+        if z_from_distribution:
+            z = self.z.sample(self.n_init, generator(self.name, seed, "initial-design", "z-blind"))
         return x, z
 
     def observe(self, x: Tensor, z: Tensor, noise: Tensor) -> Tensor:

@@ -45,7 +45,8 @@ def test_smoke_grid_is_every_registered_problem_and_algorithm_with_two_seeds() -
                 if handles(p, a) and r in ALGORITHMS[a].risks}
     assert {(c.problem, c.algorithm, c.risk, c.seed) for c in cells} == expected
     assert {c.algorithm for c in cells if c.risk == "cvar"} == {
-        "cvucb", "cvts", "rhokg-apx", "rhokg-apx-released", "botorch-risk", "rhokg-oneshot", "random"}
+        "cvucb", "cvts", "rhokg-apx", "rhokg-apx-released", "botorch-risk", "rhokg-oneshot", "rahbo",
+        "random"}
     assert len(cells) == len(expected)
     assert all(c.iterations is not None and 1 <= c.iterations <= 5 for c in cells)
 
