@@ -35,6 +35,9 @@ How that maps onto this project (maximize the lower tail of f):
 * The initial design: BoRisk's 72 points (6 x times the 12 w in one of its runner versions; 72
   random (x, w) in the other), here 72 points with z drawn uniformly over the 12 (as BoRisk's newer
   runners do); the budget: 120 iterations of one evaluation (its rho-KG^apx runs).
+
+BoRisk stores no optimum; this project's are searched as every problem's (``problems/optima.json``):
+VaR -178.534, CVaR -722.663.
 """
 
 from __future__ import annotations

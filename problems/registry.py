@@ -2,7 +2,9 @@
 
 To add a problem, write a factory that returns a :class:`problems.base.Problem` (with
 ``optimum=None``), add it to :data:`PROBLEMS`, and run ``python -m problems --write-optima NAME``
-to certify its optimum.
+to certify its optimum. In a module of its own, the factory's module docstring (its source, and how
+the source's conventions map onto this project's) is the problem's documentation: the site's
+problems page renders it (``docs/_ext/varbo_generated.py``); no page needs an edit.
 """
 
 from __future__ import annotations

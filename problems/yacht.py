@@ -5,9 +5,10 @@ Source: ``qphong/BayesOpt-LV`` (MIT), commit b852a94: ``functions.py``, ``yacht_
 (the function, its z set, its noise, its stored optimum); ``utils.py``, ``computeKnm``,
 ``computeNKmm``, ``chol2inv`` and ``compute_mean_f`` (the GP mean); ``run_cvar_UCB_discrete.py``
 (alpha and the budget); the data, ``yacht_data/yacht_hydrodynamics.data``, shipped here as
-``problems/data/yacht_hydrodynamics.data`` (the UCI "Yacht Hydrodynamics" set, 308 rows: five hull
-coefficients, the Froude number, the residuary resistance; licenses in
-``problems/data/YACHT_LICENSE.txt``). The numbers are carried over; the code is written here.
+``problems/data/yacht_hydrodynamics.data``, byte for byte the source's copy (the UCI "Yacht
+Hydrodynamics" set, 308 rows: five hull coefficients, the Froude number, the residuary resistance;
+CC BY 4.0, licenses and attributions in ``problems/data/YACHT_LICENSE.txt``). The numbers are
+carried over; the code is written here.
 
 The source's function is minus the posterior mean of a GP fitted to the data::
 
@@ -19,9 +20,11 @@ standard deviation 15.1359, so f is in standard deviations of the resistance (f 
 data): maximizing f minimizes the resistance. The source reads X, Y and the hyperparameters from a
 pickle (``yacht_data/gp_hyperparameters.pkl``), which is not unpickled here: X and Y are computed
 again from the data file (they equal the pickle's arrays to 1e-15, the last bit or two, as read
-from its opcodes with ``pickletools``, which runs no code), and the hyperparameters below are its
-float64 values: mean m, signal variance s, noise variance s0 and six ``lengthscale`` entries l_j that the
-source uses as inverse squared lengthscales (it scales inputs by sqrt(l)); the fourth, 1.3e-8,
+from its opcodes with ``pickletools``, which runs no code), and the hyperparameters are its float64
+values (this module's ``MEAN``, ``SIGNAL_VARIANCE``, ``NOISE_VARIANCE`` and
+``INVERSE_SQUARED_LENGTHSCALES``): mean m = 13.38, signal variance s = 146.4, noise variance
+s0 = 1.056e-4 and six ``lengthscale`` entries l_j, from 1.3e-8 to 0.23, that the source uses as
+inverse squared lengthscales (it scales inputs by sqrt(l)); the fourth, 1.3e-8,
 makes f all but flat in the beam-draught ratio (x4). The mean, 13.38, is far above every
 standardized Y (at most 3.43), which the long lengthscales keep from showing inside the unit cube
 (f lies in about [-3.4, 0.85] there).
@@ -29,7 +32,8 @@ standardized Y (at most 3.43), which the long lengthscales keep from showing ins
 K + s0 I has a condition number of 4e8: its Cholesky and the solve for (K + s0 I)^-1 (Y - m) are
 done once, one thread, at float64 (:func:`surrogate`). Rounding at the last bit of K moves f by up
 to 3e-9, and the source's explicit inverse (``chol2inv``) differs from the Cholesky solve here by up
-to 2.4e-8 (measured): f is reproducible across implementations to a few 1e-8, not to 1e-12.
+to 2.4e-8 (measured): f is reproducible across implementations to a few 1e-8, not to 1e-12
+(``tests/problems/test_yacht.py`` writes the source's GP mean again in numpy).
 
 The problem, in the source's convention, which is this project's (maximize the lower tail of f,
 input ``concat([x, z])``): x = the five hull coefficients (scaled), z = the scaled Froude number on
@@ -43,9 +47,10 @@ script of the source names yacht): 2 initial points and 60 iterations.
 
 The source stores ``max_cvar_discrete`` -1.009 "at [0.35523405 1. 0. 0. 0.85907464],
 alpha=0.3"; :meth:`Problem.cvar` gives -1.0092676 there. This project's, searched by the general
-search (``problems/optima.json``, a lower bound), is -1.0092674 at (0.3552, 1, 0, 0, 0.8586): the
-source's optimum at its printed digits, and its maximizer within 5e-4 (x4, on which f barely
-depends, is 0 in both).
+search (``problems/optima.json``, a lower bound; 2^15 Sobol points from two other seeds find the
+same to 4e-11), is -1.0092674 at (0.3552, 1, 0, 0, 0.8586): the source's optimum at its printed
+digits, so the source's stands, and its maximizer within 5e-4 (x4, on which f barely depends, is 0
+in both).
 """
 
 from __future__ import annotations

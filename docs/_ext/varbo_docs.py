@@ -1,7 +1,14 @@
 """The site's lists that the code defines, generated at build time so that they cannot drift:
 
 * ``{varbo-problems}``: the registered problems (``problems.PROBLEMS``);
+* ``{varbo-problem-sources}``: one section per module that defines registered problems (the factory's
+  module), headed by the problems' names, with the module's docstring (its source and how it maps
+  onto this project's conventions) rendered as reStructuredText; the problems the registry module
+  defines itself (the synthetic ones) are left to the page's own text;
 * ``{varbo-algorithms}``: the registered algorithms, the kinds of Z and risk measures each handles;
+* ``{varbo-algorithm-sections}``: one section per registered algorithm, in the registry's order: the
+  label ``options-NAME``, a heading ``NAME``, the first paragraph of its module's docstring and its
+  options table;
 * ``{varbo-algorithm-options} NAME``: one algorithm's options, the values they take, defaults and
   meanings, as ``python -m harness.run --describe NAME`` reads them (``algorithms.describe_options``:
   the algorithm's declaration, ``algorithms.options``);
@@ -9,21 +16,27 @@
 * ``{varbo-grid-keys}``: the keys a grid file accepts, at the top and in a ``[[cells]]`` block;
 * ``{varbo-columns}``: the columns of a cell's rows (``harness.results.ROW_SCHEMA``) with their types.
 
-Each renders a Markdown table (MyST parses it). The extension also writes the small offline
-intersphinx inventories that ``conf.py`` falls back to, and rewrites the links of the included
-reproduction page that point outside the site.
+Each renders the Markdown of ``varbo_generated.py`` (MyST parses it; the two section directives
+build their sections as nodes and parse their contents), so that a problem or an algorithm lands as
+its module, its tests and its registry entry, and its documentation follows. A module that defines
+registered problems without a docstring is a warning (an error under ``-W``). The extension also
+writes the small offline intersphinx inventories that ``conf.py`` falls back to, and rewrites the
+links of the included reproduction page that point outside the site.
 """
 
 from __future__ import annotations
 
-import inspect
 import re
 import zlib
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
+from varbo_generated import GENERATORS, SECTION_GENERATORS, options_table, undocumented_modules
+
+logger = logging.getLogger(__name__)
 
 #: The names the pages and docstrings link to in other projects, with their pages there: the
 #: offline fallback of intersphinx (online, the projects' own inventories are used).
@@ -54,98 +67,6 @@ def write_inventories(folder: Path) -> None:
         (folder / f"{project}.inv").write_bytes(header.encode() + zlib.compress(body.encode()))
 
 
-def cell(value: object) -> str:
-    """A value as the text of a Markdown table cell (``|`` escaped, one line)."""
-    return " ".join(str(value).split()).replace("|", "\\|")
-
-
-def table(header: list[str], rows: list[list[object]]) -> str:
-    """A Markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def problems_table() -> str:
-    """The registered problems: name, dimensions, Z, alpha, initial design, iterations, what it is."""
-    from problems import PROBLEMS, build_problem
-
-    rows = []
-    for name in PROBLEMS:
-        p = build_problem(name, with_optimum=False)
-        z = f"{p.z.size} points" if p.z.is_discrete else "truncated normal"
-        rows.append([f"`{name}`", p.d_x, p.d_z, z, p.alpha, p.n_init, p.iterations, p.description])
-    return table(["name", "d_x", "d_z", "Z", "alpha", "n_init", "iterations", "what it is"], rows)
-
-
-def _summary(factory: type) -> str:
-    from algorithms.describe import plain_text
-
-    return plain_text((inspect.getdoc(factory) or "").split("\n\n", 1)[0])
-
-
-def algorithms_table() -> str:
-    """The registered algorithms: name, kinds of Z, risk measures, what it is."""
-    from algorithms import ALGORITHMS
-    from harness.catalog import _kinds, _risks
-
-    rows = [[f"[`{name}`](#options-{name})", ", ".join(_kinds(f)), _risks(f), _summary(f)]
-            for name, f in ALGORITHMS.items()]
-    return table(["algorithm", "kinds of Z", "risk measures (--risk)", "what it is"], rows)
-
-
-def options_table(name: str) -> str:
-    """One algorithm's options, as it declares them (``algorithms.options``): name, the values it
-    takes, default (as ``--option NAME=VALUE`` reads it), where it applies, meaning."""
-    from algorithms import ALGORITHMS, describe_options
-    from algorithms.describe import markdown_text
-    from harness.catalog import format_default
-
-    options = describe_options(ALGORITHMS[name])
-    if not options:
-        return "No options."
-    rows = [[f"`{o.name}`", "any" if o.type is object else o.expects(), f"`{format_default(o.default)}`",
-             f"{o.z_kind} Z only" if o.z_kind else "every Z", markdown_text(o.meaning) or "(undocumented)"]
-            for o in options]
-    return table(["option", "values", "default", "applies on", "meaning"], rows)
-
-
-def grids_table() -> str:
-    """The named grids: name, cells, description."""
-    from harness.grid import named_grids
-
-    rows = []
-    for name, factory in named_grids().items():
-        grid = factory()
-        rows.append([f"`{name}`", len(grid.cells), grid.description])
-    return table(["grid", "cells", "what it runs"], rows)
-
-
-def grid_keys_table() -> str:
-    """The keys of a grid file, at the top and in a ``[[cells]]`` block, from the parser's own sets."""
-    from harness.grid import _BLOCK_KEYS, _TOP_KEYS
-
-    keys = sorted(_TOP_KEYS | _BLOCK_KEYS, key=lambda k: (k not in ("name", "problems", "algorithms"), k))
-    rows = [[f"`{k}`", "yes" if k in _TOP_KEYS else "", "yes" if k in _BLOCK_KEYS else ""] for k in keys]
-    return table(["key", "at the top", "in a [[cells]] block"], rows)
-
-
-def columns_table() -> str:
-    """The columns of a BO cell's rows, with their Arrow types, in the files' order."""
-    from harness.results import ROW_SCHEMA
-
-    return table(["column", "type"], [[f"`{f.name}`", f"`{f.type}`"] for f in ROW_SCHEMA])
-
-
-GENERATORS = {
-    "varbo-problems": problems_table,
-    "varbo-algorithms": algorithms_table,
-    "varbo-grids": grids_table,
-    "varbo-grid-keys": grid_keys_table,
-    "varbo-columns": columns_table,
-}
-
-
 class Generated(SphinxDirective):
     """A table generated from the code (the directive's name says which)."""
 
@@ -153,6 +74,36 @@ class Generated(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         return self.parse_text_to_nodes(GENERATORS[self.name]())
+
+
+class GeneratedSections(SphinxDirective):
+    """Sections generated from the code (the directive's name says which), as children of the section
+    the directive stands in. Built as nodes rather than parsed from Markdown headings: MyST appends a
+    nested parse's sections to the page's section itself, and leaves a label before the first heading
+    behind them, where it would mark the page's next section."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        """The sections, each with its labels as ids (the first its HTML id; the heading's slug too,
+        as MyST gives a heading) and as explicit targets (``{ref}`` and ``#LABEL`` links)."""
+        if self.name == "varbo-problem-sources":
+            for module in undocumented_modules():
+                logger.warning("%s defines registered problems but has no module docstring", module,
+                               location=self.get_location())
+        document = self.state.document
+        out: list[nodes.Node] = []
+        for entry in SECTION_GENERATORS[self.name]():
+            title, messages = self.parse_inline(entry.title)
+            slug = nodes.make_id(nodes.title("", "", *title).astext())
+            ids = [*entry.labels, *([slug] if slug not in document.ids else [])]
+            section = nodes.section("", nodes.title(entry.title, "", *title), ids=ids,
+                                    names=list(entry.labels))
+            section += messages
+            section += self.parse_text_to_nodes(entry.body)
+            document.note_explicit_target(section, section)
+            out.append(section)
+        return out
 
 
 class AlgorithmOptions(SphinxDirective):
@@ -228,6 +179,8 @@ def setup(app: Sphinx) -> dict[str, object]:
     plain_help()
     for name in GENERATORS:
         app.add_directive(name, Generated)
+    for name in SECTION_GENERATORS:
+        app.add_directive(name, GeneratedSections)
     app.add_directive("varbo-algorithm-options", AlgorithmOptions)
     app.connect("config-inited", lambda app, config: write_inventories(
         Path(app.confdir) / "_build" / "inventories"))
