@@ -1,0 +1,48 @@
+"""The suite's grid: each of the field's problems at its source's risk measures, alpha and budget,
+against every method that optimizes that measure, 10 seeds (issue 39 item 11).
+
+Per problem (its alpha is the problem's, which translates its source's; ``problems/<module>.py``):
+
+* ``branin-williams-2-2``: VaR and CVaR at 0.3 (BoRisk's 0.7 of a minimized F), 120 iterations (its
+  rho-KG^apx runs);
+* ``hartmann6-5-1``, ``hartmann6-1-5``: CVaR at 0.1, 100 iterations (the source's code gives none);
+* ``yacht-5-1``: CVaR at 0.3, 60 iterations (the defaults of the source's CV-UCB runner).
+
+Methods: on VaR cells V-UCB Prob, rho-KG^apx, the one-shot rho-KG, BoTorch's risk-averse BO, RAHBO
+and random search; on CVaR cells CV-UCB, CV-TS and the same others (V-UCB Prob optimizes VaR only,
+CV-UCB and CV-TS CVaR only). Every method at its defaults: the full effort of its source.
+"""
+
+from __future__ import annotations
+
+from harness.grid import Grid, cell_block
+from harness.spec import CellSpec
+
+SEEDS = 10
+#: problem -> (risk measures, iterations)
+PROBLEMS: dict[str, tuple[tuple[str, ...], int]] = {
+    "branin-williams-2-2": (("var", "cvar"), 120),
+    "hartmann6-5-1": (("cvar",), 100),
+    "hartmann6-1-5": (("cvar",), 100),
+    "yacht-5-1": (("cvar",), 60),
+}
+#: risk measure -> the methods that optimize it
+METHODS: dict[str, tuple[str, ...]] = {
+    "var": ("vucb-prob", "rhokg-apx", "rhokg-oneshot", "botorch-risk", "rahbo", "random"),
+    "cvar": ("cvucb", "cvts", "rhokg-apx", "rhokg-oneshot", "botorch-risk", "rahbo", "random"),
+}
+
+
+def suite_cells(seeds: range = range(SEEDS)) -> list[CellSpec]:
+    """Every problem x its risk measures x the methods of that measure x ``seeds``."""
+    return [cell for problem, (risks, iterations) in PROBLEMS.items() for risk in risks
+            for cell in cell_block([problem], METHODS[risk], seeds, iterations, risk=risk)]
+
+
+def suite_grid() -> Grid:
+    """The suite at full effort, 10 seeds."""
+    return Grid("suite", tuple(suite_cells()), "the field's problems (BoRisk, the CV-UCB paper) at their "
+                "sources' risk measures and budgets x every method of the measure, 10 seeds")
+
+
+GRIDS = {"suite": suite_grid}
