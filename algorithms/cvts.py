@@ -123,11 +123,12 @@ class CVTS(CVUCB):
     @classmethod
     def iteration_seconds(cls, size: ProblemSize, options: Mapping[str, object]) -> float:
         """See :mod:`algorithms.cost`: CV-UCB's x search on a path instead of the bounds, whose
-        evaluation costs in proportion to its features (0.10 s at 1024 features on a discrete Z), over
-        N draws of a continuous one in proportion to N."""
+        evaluation costs in proportion to its features (0.17 s at 1024 features on a discrete Z,
+        measured on yacht and Hartmann-6 (5,1) by ``benchmarks/cost_model.py``), over N draws of a
+        continuous one in proportion to N."""
         draws = 1.0 if size.z_kind == "discrete" else (options["n_samples"] or 256) / 256
         features = options["n_features"] / 1024
-        return search_seconds(options, size.d_x, 0.10) * (0.5 + features) * draws
+        return search_seconds(options, size.d_x, 0.17) * (0.5 + features) * draws
 
     def __init__(self, problem: Problem, seed_root: int, risk: str = "cvar", batch: int = 1,
                  n_features: int = 1024, paths: str = "fresh", **cvucb_options: object) -> None:

@@ -109,8 +109,8 @@ class RhoKGOneShot(BotorchRisk):
 
     @classmethod
     def iteration_seconds(cls, size: ProblemSize, options: Mapping[str, object]) -> float:
-        """See :mod:`algorithms.cost`: ``botorch-risk``'s model with the w set's size the support's
-        |Dz| on a discrete Z (``n_w`` draws on a continuous one)."""
+        """See :mod:`algorithms.cost`: ``botorch-risk``'s model with the w set the support of a
+        discrete Z (``n_w`` draws of a continuous one)."""
         n_w = size.z_size if size.z_size is not None else (options.get("n_w") or 50)
         return BotorchRisk.iteration_seconds(size, {**options, "n_w": n_w})
 

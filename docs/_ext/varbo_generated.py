@@ -165,14 +165,16 @@ def algorithm_sections() -> list[Section]:
 
 
 def grids_table() -> str:
-    """The named grids: name, cells, description."""
-    from harness.grid import named_grids
+    """The named grids: name, cells, the dry run's estimate of their CPU-hours (the declared cost
+    models, before any calibration from measured cells), description."""
+    from harness.grid import estimate_seconds, named_grids
 
     rows = []
     for name, factory in named_grids().items():
         grid = factory()
-        rows.append([f"`{name}`", len(grid.cells), grid.description])
-    return table(["grid", "cells", "what it runs"], rows)
+        hours = sum(estimate_seconds(spec) for spec in grid.cells) / 3600
+        rows.append([f"`{name}`", len(grid.cells), f"{hours:.3g}", grid.description])
+    return table(["grid", "cells", "estimated CPU-hours", "what it runs"], rows)
 
 
 def grid_keys_table() -> str:

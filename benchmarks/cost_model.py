@@ -1,0 +1,63 @@
+"""The cost model against measured cells: ``python benchmarks/cost_model.py [--iterations T]``.
+
+Runs a few cells in this process, one after another (the methods of issue 39 on the suite's
+problems, at their full effort unless a case says otherwise), and prints, per cell, the seconds the
+cell took (the rows' fit, acquisition, recommendation and evaluation times summed), the seconds
+``--dry-run`` estimates for the same spec (:func:`harness.grid.estimate_seconds`, before any
+calibration from measured cells) and their ratio. The goal (issue 39 item 10) is every ratio within a
+factor of 2; the script exits 1 otherwise. Measured figures depend on the machine and its load: run it
+on an idle one and quote its output with the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness.cell import run_cell
+from harness.grid import estimate_seconds
+from harness.spec import CellSpec
+
+TIMINGS = ("t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s")
+#: (problem, algorithm, risk, iterations): the new methods on the suite's problems; the cheap ones
+#: long enough that a cell's fixed part (its initial fit) does not decide the ratio, the one-shot KGs
+#: (5-50 s an iteration) at ``--iterations``.
+CASES = [
+    ("yacht-5-1", "cvts", "cvar", 30),
+    ("hartmann6-5-1", "cvts", "cvar", 30),
+    ("branin-williams-2-2", "rahbo", "var", 40),
+    ("yacht-5-1", "rahbo", "cvar", 40),
+    ("yacht-5-1", "rhokg-oneshot", "cvar", None),
+    ("branin-williams-2-2", "rhokg-oneshot", "var", None),
+    ("hartmann6-5-1", "botorch-risk", "cvar", None),
+    ("branin-williams-2-2", "botorch-risk", "var", None),
+]
+
+
+def measure(spec: CellSpec) -> float:
+    """Seconds of the cell's rows (its own work, without process start-up)."""
+    rows = run_cell(spec).rows
+    return sum(row.get(key) or 0.0 for row in rows for key in TIMINGS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=6,
+                        help="iterations of each one-shot KG cell (6)")
+    args = parser.parse_args(argv)
+    print(f"{'problem':22s} {'algorithm':15s} {'risk':5s} {'measured s':>11s} {'estimate s':>11s} "
+          f"{'ratio':>6s}")
+    worst = 1.0
+    for problem, algorithm, risk, iterations in CASES:
+        spec = CellSpec.make(problem, algorithm, seed=0, iterations=iterations or args.iterations, risk=risk)
+        measured, estimate = measure(spec), estimate_seconds(spec)
+        ratio = measured / estimate
+        worst = max(worst, ratio, 1 / ratio)
+        print(f"{problem:22s} {algorithm:15s} {risk:5s} {measured:11.1f} {estimate:11.1f} {ratio:6.2f}",
+              flush=True)
+    print(f"largest factor between measured and estimated: {worst:.2f} (goal: at most 2)")
+    return 0 if worst <= 2 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
