@@ -129,7 +129,7 @@ def test_the_smoke_grid_has_every_algorithm_that_optimizes_the_mean() -> None:
 
     mean = {(c.problem, c.algorithm) for c in smoke_grid().cells if c.risk == "mean"}
     assert {a for _, a in mean} == {a for a, f in ALGORITHMS.items() if "mean" in f.risks} == {
-        "random", "botorch-risk"}
+        "random", "botorch-risk", "rhokg-oneshot", "rahbo"}
     assert {p for p, _ in mean} >= {"branin-1-1-discrete", "branin-1-1-continuous", "portfolio-3-2"}
 
 
