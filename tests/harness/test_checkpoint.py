@@ -1,16 +1,19 @@
-"""Checkpoints of a cell: resuming after *every* iteration of a short run gives the rows of an
-uninterrupted run, bit for bit (timings aside), for every registered algorithm on every kind of Z
-and risk measure it handles; and the case a random-fault run once reported, in a fresh process."""
+"""Checkpoints of a cell: resuming after *every* iteration of a short run gives the state and the
+rows of an uninterrupted run, bit for bit (timings aside), for every registered algorithm on every
+kind of Z and risk measure it handles; and the case a random-fault run once reported, in a fresh
+process."""
 
+import math
 import pickle
 import subprocess
 import sys
 import textwrap
 
 import pytest
+import torch
 
 from algorithms import ALGORITHMS
-from harness.cell import CellSpec, run_cell
+from harness.cell import CellSpec, _unpack, run_cell
 from harness.grid import smoke_options
 
 TIMINGS = {"t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"}
@@ -38,6 +41,26 @@ def strip(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in TIMINGS} for r in rows]
 
 
+def same(a: object, b: object) -> bool:
+    """Bit-for-bit equality of two checkpoint states (tensors by value and dtype, NaN equal to
+    NaN), timings aside: the rows' timing columns and the elapsed time."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype
+                and a.shape == b.shape and bool(((a == b) | (a.isnan() & b.isnan())).all()))
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = set(a) - TIMINGS - {"elapsed_s"}
+        return keys == set(b) - TIMINGS - {"elapsed_s"} and all(same(a[k], b[k]) for k in keys)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+class _StopError(Exception):
+    """Ends a resumed run at its first checkpoint (the one after the resumed iteration)."""
+
+
 def cases() -> list:
     """(algorithm, kind of Z, risk) for every registered algorithm, kind of Z and risk it handles."""
     out = []
@@ -54,6 +77,13 @@ def cases() -> list:
 @pytest.mark.parametrize(("algorithm", "kind", "risk"), cases())
 def test_resuming_after_every_iteration_gives_the_uninterrupted_rows(algorithm: str, kind: str,
                                                                     risk: str) -> None:
+    """Resumed after each iteration t, the run's next iteration leaves the whole state of the
+    uninterrupted run's checkpoint t + 1 (rows, data, model, every random stream, the algorithm's
+    state), and after the last one the same rows. By induction over t, a run resumed after any
+    iteration then has the uninterrupted rows to its end, with each iteration checked once rather
+    than once per later checkpoint: state that a checkpoint misses (an algorithm's cache kept
+    between iterations) shows at the first iteration after which it differs, resumed fresh there
+    against the uninterrupted run's carried one."""
     options = smoke_options(algorithm, kind == "continuous")
     spec = CellSpec.make(PROBLEMS[kind], algorithm, seed=2, iterations=ITERATIONS, risk=risk,
                          options=options or None)
@@ -63,9 +93,19 @@ def test_resuming_after_every_iteration_gives_the_uninterrupted_rows(algorithm: 
     assert sorted(saved) == list(range(ITERATIONS))  # after every iteration but the last
     plain = run_cell(spec)  # checkpointing changes nothing
     assert strip(plain.rows) == strip(full.rows)
-    for t in sorted(saved):
-        resumed = run_cell(spec, checkpoint=saved[t])
-        assert strip(resumed.rows) == strip(full.rows), f"resumed after iteration {t}"
+    for t in sorted(saved)[:-1]:
+        after: dict[int, bytes] = {}
+
+        def keep_and_stop(data: bytes, done: int, after: dict = after) -> None:
+            after[done] = data
+            raise _StopError
+
+        with pytest.raises(_StopError):
+            run_cell(spec, checkpoint=saved[t], on_checkpoint=keep_and_stop, checkpoint_every_s=0.0)
+        assert list(after) == [t + 1]
+        assert same(_unpack(after[t + 1], spec), _unpack(saved[t + 1], spec)), f"resumed after {t}"
+    resumed = run_cell(spec, checkpoint=saved[ITERATIONS - 1])  # the last iteration, to the rows
+    assert strip(resumed.rows) == strip(full.rows)
 
 
 @pytest.mark.slow
