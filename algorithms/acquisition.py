@@ -28,7 +28,7 @@ from torch import Tensor
 
 from algorithms.gp import PosteriorMarginals
 from algorithms.recommend import RECOMMEND_GRID
-from problems import DiscreteZ, TruncatedNormalZ
+from problems import ContinuousZ, DiscreteZ
 from problems.risk import weighted_var
 
 __all__ = ["VUCBAcquisition"]
@@ -46,17 +46,17 @@ class VUCBAcquisition(AcquisitionFunction):
             32 for d_z = 2, 10 beyond).
     """
 
-    def __init__(self, model: Model, z: DiscreteZ | TruncatedNormalZ, alpha: float, beta: float,
+    def __init__(self, model: Model, z: DiscreteZ | ContinuousZ, alpha: float, beta: float,
                  n_per_axis: int | None = None) -> None:
         super().__init__(model=model)
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
         if not beta >= 0.0:
             raise ValueError(f"beta must be >= 0, got {beta!r}")
-        if isinstance(z, TruncatedNormalZ):
+        if isinstance(z, ContinuousZ):
             z = z.equal_mass_grid(n_per_axis or RECOMMEND_GRID.get(z.d_z, 10))
         if not isinstance(z, DiscreteZ):
-            raise ValueError(f"z must be a problems.DiscreteZ or TruncatedNormalZ, got {type(z).__name__}")
+            raise ValueError(f"z must be a problems.DiscreteZ or ContinuousZ, got {type(z).__name__}")
         self.marginals = PosteriorMarginals(model)
         self.points, self.masses = z.points, z.masses
         self.alpha, self.width = alpha, math.sqrt(beta)

@@ -41,7 +41,7 @@ from algorithms.base import Algorithm, build_algorithm
 from algorithms.gp import DEFAULT_GP, gp_profile
 from algorithms.loop import BOLoop
 from algorithms.registry import algorithm_factory
-from problems import DiscreteZ, Problem, TruncatedNormalZ
+from problems import ContinuousZ, DiscreteZ, Problem, TruncatedNormalZ, UniformZ
 from problems.checks import positive_int
 from problems.float64 import default_float64
 from problems.seeding import derive_seed
@@ -86,8 +86,9 @@ class VaROptimizer:
             array; any finite box with low < high.
         z: the distribution of Z in your units: ``(points, masses)`` (``m x d_z`` and ``m``, masses
             summing to one; a 1-D ``points`` is m values of a scalar Z), a :class:`problems.DiscreteZ`,
-            or a :class:`problems.TruncatedNormalZ` (continuous; same mean, std and bounds on every
-            coordinate).
+            a :class:`problems.TruncatedNormalZ` (continuous; same mean, std and bounds on every
+            coordinate) or a :class:`problems.UniformZ` (continuous, uniform on the same bounds on
+            every coordinate).
         alpha: the risk level in (0, 1).
         algorithm: a registered name (default ``"vucb-prob"``; ``"vucb-unif"``, ``"stableopt"``,
             ``"rhokg-apx"``, ``"random"``, ...), an import path ``MODULE:ATTR``, or an
@@ -147,11 +148,12 @@ class VaROptimizer:
     # -- units -----------------------------------------------------------------------------------
 
     @staticmethod
-    def _unit_z(z: object) -> tuple[DiscreteZ | TruncatedNormalZ, Tensor, Tensor]:
+    def _unit_z(z: object) -> tuple[DiscreteZ | ContinuousZ, Tensor, Tensor]:
         """Z on the unit cube, and the offset and scale that map it back to your units."""
-        if isinstance(z, TruncatedNormalZ):
+        if isinstance(z, TruncatedNormalZ | UniformZ):
             width = z.upper - z.lower
-            unit = TruncatedNormalZ(z.d_z, (z.mean - z.lower) / width, z.std / width, 0.0, 1.0)
+            unit = (TruncatedNormalZ(z.d_z, (z.mean - z.lower) / width, z.std / width, 0.0, 1.0)
+                    if isinstance(z, TruncatedNormalZ) else UniformZ(z.d_z))
             low = torch.full((z.d_z,), z.lower, dtype=torch.float64)
             return unit, low, torch.full((z.d_z,), width, dtype=torch.float64)
         if isinstance(z, DiscreteZ):
@@ -160,8 +162,8 @@ class VaROptimizer:
             points, masses = _tensor(z[0], "the points of Z"), _tensor(z[1], "the masses of Z")
             points = points.unsqueeze(-1) if points.ndim == 1 else points
         else:
-            raise ValueError("z must be (points, masses), a problems.DiscreteZ or a "
-                             f"problems.TruncatedNormalZ, got {type(z).__name__}")
+            raise ValueError("z must be (points, masses), a problems.DiscreteZ, TruncatedNormalZ or "
+                             f"UniformZ, got {type(z).__name__}")
         low, high = points.min(dim=0).values, points.max(dim=0).values
         scale = torch.where(high > low, high - low, torch.ones_like(high))
         return DiscreteZ((points - low) / scale, masses), low, scale
@@ -259,6 +261,8 @@ class VaROptimizer:
         if isinstance(z, TruncatedNormalZ):
             z_state = {"kind": "truncated-normal", "d_z": z.d_z, "mean": z.mean, "std": z.std,
                        "lower": z.lower, "upper": z.upper}
+        elif isinstance(z, UniformZ):
+            z_state = {"kind": "uniform", "d_z": z.d_z, "lower": z.lower, "upper": z.upper}
         else:
             unit = self.problem.z
             assert isinstance(unit, DiscreteZ)
@@ -288,7 +292,9 @@ class VaROptimizer:
         s = state["settings"]
         z = s["z"]
         z_user: object = (TruncatedNormalZ(z["d_z"], z["mean"], z["std"], z["lower"], z["upper"])
-                          if z["kind"] == "truncated-normal" else DiscreteZ(z["points"], z["masses"]))
+                          if z["kind"] == "truncated-normal" else
+                          UniformZ(z["d_z"], z["lower"], z["upper"]) if z["kind"] == "uniform" else
+                          DiscreteZ(z["points"], z["masses"]))
         opt = cls(s["bounds"], z_user, s["alpha"], s["algorithm"], s["seed"], s["n_init"], s["gp"],
                   s["options"], s["name"])
         opt.loop.load_state_dict(state)

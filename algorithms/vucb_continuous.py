@@ -21,7 +21,7 @@ from algorithms.gp import PosteriorMarginals
 from algorithms.lacing import lacing_value_search
 from algorithms.lnso import LNSOSettings, lnso_maximize
 from algorithms.pinball import estimate_var_pinball
-from problems import Problem, TruncatedNormalZ
+from problems import ContinuousZ, Problem
 from problems.seeding import generator
 
 
@@ -84,7 +84,7 @@ def continuous_step(algorithm: VUCBLike, model: SingleTaskGP, t: int) -> Proposa
     """V-UCB's proposal under a continuous Z: x_t by LNSO, z_t by the lacing-value search (see the
     module docstring); ``algorithm`` is the :class:`algorithms.vucb.VUCB` that proposes."""
     z_dist = algorithm.problem.z
-    assert isinstance(z_dist, TruncatedNormalZ)
+    assert isinstance(z_dist, ContinuousZ)
     beta, alpha, settings = algorithm.beta(t), algorithm.problem.alpha, algorithm.settings
     width = math.sqrt(beta)
     marginals = PosteriorMarginals(model)

@@ -32,7 +32,7 @@ from algorithms.vucb_common import (
     search_seconds,
     var_upper_function,
 )
-from problems import Problem, TruncatedNormalZ
+from problems import ContinuousZ, Problem
 from problems.seeding import derive_seed
 
 
@@ -65,7 +65,7 @@ class VUCBProbSAA(Algorithm):
                  n_samples: int = 256, n_raw: int | None = None, n_restarts: int = 5,
                  maxiter: int = 200) -> None:
         super().__init__(problem, seed_root)
-        if not isinstance(problem.z, TruncatedNormalZ):
+        if not isinstance(problem.z, ContinuousZ):
             raise ValueError(f"{self.name} needs a continuous Z; {problem.name} has a discrete one")
         positive_int(self.name, "n_samples", n_samples)
         check_search_options(self.name, n_raw, n_restarts, maxiter)

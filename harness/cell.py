@@ -19,7 +19,8 @@ The GP is the cell's profile (``spec.gp``, :data:`algorithms.gp.GP_PROFILES`; ``
 the same for every algorithm; its fitted hyperparameters are stored in every row (``gp_*``).
 
 The observation noise is drawn from its own stream of (problem, seed), one draw per observation in
-order, so every algorithm of a seed sees the same noise sequence (common random numbers).
+order (``noise_draws`` of them for a simulated problem, which maps them to its own variates), so
+every algorithm of a seed sees the same noise sequence (common random numbers).
 
 Checkpoints: with ``on_checkpoint``, the cell hands out its whole state (rows so far, data,
 hyperparameters, the states of every random stream, the algorithm's state) as bytes after an
@@ -179,7 +180,7 @@ class _CellRun:
         """Observe the initial design of (problem, seed) with one noise draw each, and fit."""
         problem = self.problem
         x0, z0 = problem.initial_design(self.spec.seed, not self.loop.algorithm.chooses_z)
-        y0 = problem.observe(x0, z0, torch.randn(problem.n_init, generator=self.noise, dtype=torch.float64))
+        y0 = problem.observe(x0, z0, problem.draw_noise(problem.n_init, self.noise))
         self.update(torch.cat([x0, z0], dim=-1), y0)
 
     def update(self, queries: torch.Tensor, outcomes: torch.Tensor) -> None:
@@ -208,8 +209,7 @@ class _CellRun:
         proposal = self.loop.propose()
         row["t_acq_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        y = self.problem.observe(proposal.x, proposal.z,
-                                 torch.randn((), generator=self.noise, dtype=torch.float64))
+        y = self.problem.observe(proposal.x, proposal.z, self.problem.draw_noise(None, self.noise))
         row["t_eval_s"] = time.perf_counter() - t0
         row.update(x=proposal.x.tolist(), z=proposal.z.tolist(), y=float(y))
         self.update(torch.cat([proposal.x, proposal.z]).unsqueeze(0), y.reshape(1))

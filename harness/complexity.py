@@ -105,7 +105,7 @@ def observations(spec: CellSpec) -> tuple[torch.Tensor, torch.Tensor]:
         z = torch.rand(n_obs, problem.d_z, generator=g, dtype=torch.float64)
     else:
         z = problem.z.sample_support(n_obs, g)
-    y = problem.observe(x, z, torch.randn(n_obs, generator=g, dtype=torch.float64))
+    y = problem.observe(x, z, problem.draw_noise(n_obs, g))
     return torch.cat([x, z], dim=-1), y.unsqueeze(-1)
 
 

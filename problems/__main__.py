@@ -35,6 +35,7 @@ def _rows() -> list[dict]:
             "d_x": p.d_x,
             "d_z": p.d_z,
             "z": p.z.size if isinstance(p.z, DiscreteZ) else "continuous",
+            "z_distribution": "discrete" if isinstance(p.z, DiscreteZ) else p.z.kind,
             "alpha": p.alpha,
             "noise_std": p.noise_std,
             "n_init": p.n_init,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from problems.distributions import DiscreteZ, TruncatedNormalZ
+from problems.distributions import ContinuousZ, DiscreteZ
 from problems.measures import risk_measure
 from problems.risk import (
     piecewise_linear_cvar,
@@ -20,10 +20,10 @@ from problems.risk import (
 )
 from problems.seeding import generator
 
-ZDistribution = DiscreteZ | TruncatedNormalZ
+ZDistribution = DiscreteZ | ContinuousZ
 
 #: Quadrature nodes per axis of the true VaR under a continuous Z, by d_z (see
-#: :meth:`TruncatedNormalZ.quadrature_grid`, and :meth:`Problem.var` for the accuracy).
+#: :meth:`ContinuousZ.quadrature_grid`, and :meth:`Problem.var` for the accuracy).
 QUADRATURE = {1: 4097, 2: 257}
 #: Quasi-random nodes of the true VaR under a continuous Z with d_z > 2 (accuracy: Problem.var).
 QMC_NODES = 2**16
@@ -88,7 +88,8 @@ class Problem:
         d_x, d_z: dimensions of the decision x and the environment z.
         z: the distribution of Z.
         alpha: risk level in (0, 1).
-        noise_std: standard deviation of the Gaussian observation noise.
+        noise_std: standard deviation of the Gaussian observation noise (0 for a problem whose
+            observations come from a ``simulator``).
         n_init: size of the initial design.
         iterations: default number of BO iterations after the initial design.
         objective: ``batch x (d_x + d_z)`` -> ``batch``, float64, vectorized, noise-free.
@@ -102,6 +103,14 @@ class Problem:
             the algorithm's proposal (the model update and the regret of the recommendation, which
             evaluates f at all of Z): 0.05 s where f is cheap, more where it is a simulation. It
             sizes cost estimates (:func:`harness.grid.declared_rate`); it is not a result.
+        simulator: for a problem whose observation is a simulation rather than f plus Gaussian
+            noise (the newsvendor): ``batch x (d_x + d_z)`` inputs and ``batch x noise_draws``
+            standard normal draws -> ``batch`` observations, whose expectation over the draws is
+            ``objective`` (so f stays the noise-free truth that regret is measured on). It maps
+            the normal draws to its own variates (``torch.special.ndtr`` gives uniforms), so the
+            observation stream of a (problem, seed) is still one sequence of normal draws that
+            every algorithm shares (common random numbers). None: y = f + noise_std * noise.
+        noise_draws: standard normal draws per observation, given to ``simulator`` (1 without one).
     """
 
     name: str
@@ -117,6 +126,8 @@ class Problem:
     description: str = ""
     quadrature_nodes: int | None = None
     overhead_seconds: float = 0.05
+    simulator: Callable[[Tensor, Tensor], Tensor] | None = None
+    noise_draws: int = 1
 
     def f(self, x: Tensor, z: Tensor) -> Tensor:
         """Noise-free f(x, z) for broadcastable ``... x d_x`` and ``... x d_z``; returns ``...``."""
@@ -134,7 +145,7 @@ class Problem:
         """True VaR_alpha(f(x, Z)) for ``batch x d_x`` -> ``batch`` (alpha defaults to the problem's).
 
         Exact for a discrete Z. For a continuous Z, by quadrature in the probability scale
-        u = CDF(z): f is evaluated on the nodes of :meth:`TruncatedNormalZ.quadrature_grid`
+        u = CDF(z): f is evaluated on the nodes of :meth:`ContinuousZ.quadrature_grid`
         (:data:`QUADRATURE`), interpolated linearly along the last coordinate of u, and the exact
         quantile of that interpolant is taken (:func:`problems.risk.piecewise_linear_var`).
         Measured absolute error (``tests/problems/test_continuous.py``, against quadratures with
@@ -216,7 +227,7 @@ class Problem:
 
         Exact for a discrete Z (the measure of the support's values, as every measure is). For a
         continuous Z, Simpson's rule in the probability scale u = CDF(z) on the nodes of
-        :meth:`TruncatedNormalZ.quadrature_grid` (:data:`QUADRATURE` per axis, ends included; a
+        :meth:`ContinuousZ.quadrature_grid` (:data:`QUADRATURE` per axis, ends included; a
         product rule for d_z = 2), the quasi-random nodes of :meth:`var` beyond d_z = 2. Measured
         (``tests/problems/test_measures.py``): within 1e-6 of the rule on a grid twice as fine per
         axis, and within 4 standard errors of a Monte Carlo of 2 x 10^6 draws.
@@ -295,7 +306,26 @@ class Problem:
             z = self.z.sample(self.n_init, generator(self.name, seed, "initial-design", "z-blind"))
         return x, z
 
+    @property
+    def noise_shape(self) -> tuple[int, ...]:
+        """The shape of one observation's noise draws: ``()``, or ``(noise_draws,)`` for a
+        simulator."""
+        return () if self.simulator is None else (self.noise_draws,)
+
+    def draw_noise(self, n: int | None, generator: torch.Generator) -> Tensor:
+        """Standard normal draws for ``n`` observations (None: one), ``n x noise_shape``, from
+        ``generator`` (a cell's observation stream). Without a simulator, ``n`` draws (one
+        observation, a scalar) as the stream has always given them."""
+        shape = (() if n is None else (n,)) + self.noise_shape
+        return torch.randn(shape, generator=generator, dtype=torch.float64)
+
     def observe(self, x: Tensor, z: Tensor, noise: Tensor) -> Tensor:
-        """Noisy observations y = f(x, z) + noise_std * noise, all of shape ``batch``."""
-        return self.f(x, z) + self.noise_std * noise
+        """Noisy observations of ``batch`` points (``batch x d_x``, ``batch x d_z``, ``noise`` from
+        :meth:`draw_noise`): y = f(x, z) + noise_std * noise, or the simulation of each point
+        with its draws (``batch x noise_draws``), all of shape ``batch``."""
+        if self.simulator is None:
+            return self.f(x, z) + self.noise_std * noise
+        batch = torch.broadcast_shapes(x.shape[:-1], z.shape[:-1])
+        xz = torch.cat([x.expand(*batch, self.d_x), z.expand(*batch, self.d_z)], dim=-1)
+        return self.simulator(xz, noise)
 

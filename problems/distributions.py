@@ -5,7 +5,8 @@ Two kinds, both frozen values:
 * :class:`DiscreteZ`: a finite support ``points`` (``n x d_z``) with probability ``masses`` (``n``).
   VaR of f(x, Z) is exact: evaluate f on the support and take the weighted lower quantile.
 * :class:`TruncatedNormalZ`: independent coordinates, each N(mean, std^2) truncated to
-  [lower, upper]. VaR of f(x, Z) has no closed form: the true VaR (for regret) comes from the
+  [lower, upper]; :class:`UniformZ`: independent uniforms on [lower, upper] (both
+  :class:`ContinuousZ`). VaR of f(x, Z) has no closed form: the true VaR (for regret) comes from the
   quadrature of :meth:`TruncatedNormalZ.quadrature_grid` (see :meth:`problems.base.Problem.var`);
   :meth:`TruncatedNormalZ.equal_mass_grid` is a cheaper, coarser discretization (recommendations).
 """
@@ -13,7 +14,9 @@ Two kinds, both frozen values:
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -82,27 +85,28 @@ def _ndtr(x: Tensor) -> Tensor:
     return torch.special.ndtr(x)
 
 
-@dataclass(frozen=True, eq=False)
-class TruncatedNormalZ:
-    """Independent truncated normals, one per coordinate of Z.
+class ContinuousZ(ABC):
+    """What every continuous Z shares: a box ``[lower, upper]^d_z`` and a coordinate-wise quantile
+    function :meth:`icdf` of independent coordinates. Everything else (draws, the quadrature nodes
+    of the true VaR, quasi-random nodes, equal-mass grids) is written once here in terms of them.
 
-    Attributes:
-        d_z: dimension.
-        mean, std: location and scale of the untruncated normal (same on every coordinate).
-        lower, upper: truncation bounds (same on every coordinate).
+    Subclasses are frozen dataclasses with the fields ``d_z``, ``lower`` and ``upper`` and the
+    methods :meth:`icdf` and :meth:`density`: :class:`TruncatedNormalZ` and :class:`UniformZ`.
     """
 
     d_z: int
-    mean: float = 0.5
-    std: float = 0.125
-    lower: float = 0.25
-    upper: float = 0.75
-    _cdf_bounds: tuple[float, float] = field(init=False, repr=False)
+    lower: float
+    upper: float
+    #: What the distribution is, in a few words (tables and listings).
+    kind: ClassVar[str] = "continuous"
 
-    def __post_init__(self) -> None:
-        a = float(_ndtr(torch.tensor((self.lower - self.mean) / self.std, dtype=torch.float64)))
-        b = float(_ndtr(torch.tensor((self.upper - self.mean) / self.std, dtype=torch.float64)))
-        object.__setattr__(self, "_cdf_bounds", (a, b))
+    @abstractmethod
+    def icdf(self, u: Tensor) -> Tensor:
+        """Quantile function applied coordinate-wise to ``u`` in [0, 1] (``... x d_z``)."""
+
+    @abstractmethod
+    def density(self, z: Tensor) -> Tensor:
+        """Joint density at ``z`` (``batch x d_z`` -> ``batch``); zero outside the support."""
 
     @property
     def is_discrete(self) -> bool:
@@ -113,13 +117,8 @@ class TruncatedNormalZ:
         """``2 x d_z`` support box."""
         return torch.tensor([[self.lower] * self.d_z, [self.upper] * self.d_z], dtype=torch.float64)
 
-    def icdf(self, u: Tensor) -> Tensor:
-        """Quantile function applied coordinate-wise to ``u`` in [0, 1]."""
-        a, b = self._cdf_bounds
-        return self.mean + self.std * torch.special.ndtri(a + u * (b - a))
-
     def sample(self, n: int, generator: torch.Generator) -> Tensor:
-        """``n x d_z`` draws, by inverting the truncated CDF."""
+        """``n x d_z`` draws, by inverting the CDF."""
         u = torch.rand(n, self.d_z, generator=generator, dtype=torch.float64)
         return self.icdf(u)
 
@@ -127,14 +126,6 @@ class TruncatedNormalZ:
         """``n x d_z`` points uniform on the support box (the initial design covers the support)."""
         u = torch.rand(n, self.d_z, generator=generator, dtype=torch.float64)
         return self.lower + (self.upper - self.lower) * u
-
-    def density(self, z: Tensor) -> Tensor:
-        """Joint density at ``z`` (``batch x d_z``); zero outside the support."""
-        a, b = self._cdf_bounds
-        std_normal = torch.exp(-0.5 * ((z - self.mean) / self.std) ** 2) / math.sqrt(2 * math.pi)
-        per_coord = std_normal / (self.std * (b - a))
-        inside = (z >= self.lower) & (z <= self.upper)
-        return torch.where(inside, per_coord, torch.zeros_like(per_coord)).prod(dim=-1)
 
     def quadrature_grid(self, n_nodes: int) -> Tensor:
         """Nodes of the VaR quadrature (see :func:`problems.risk.piecewise_linear_var`).
@@ -180,6 +171,74 @@ class TruncatedNormalZ:
         points = torch.stack([m.reshape(-1) for m in mesh], dim=-1)
         masses = torch.full((points.shape[0],), 1.0 / points.shape[0], dtype=torch.float64)
         return DiscreteZ(points, masses)
+
+
+@dataclass(frozen=True, eq=False)
+class TruncatedNormalZ(ContinuousZ):
+    """Independent truncated normals, one per coordinate of Z.
+
+    Attributes:
+        d_z: dimension.
+        mean, std: location and scale of the untruncated normal (same on every coordinate).
+        lower, upper: truncation bounds (same on every coordinate).
+    """
+
+    kind: ClassVar[str] = "truncated normal"
+    d_z: int
+    mean: float = 0.5
+    std: float = 0.125
+    lower: float = 0.25
+    upper: float = 0.75
+    _cdf_bounds: tuple[float, float] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        a = float(_ndtr(torch.tensor((self.lower - self.mean) / self.std, dtype=torch.float64)))
+        b = float(_ndtr(torch.tensor((self.upper - self.mean) / self.std, dtype=torch.float64)))
+        object.__setattr__(self, "_cdf_bounds", (a, b))
+
+    def icdf(self, u: Tensor) -> Tensor:
+        """Quantile function applied coordinate-wise to ``u`` in [0, 1]."""
+        a, b = self._cdf_bounds
+        return self.mean + self.std * torch.special.ndtri(a + u * (b - a))
+
+    def density(self, z: Tensor) -> Tensor:
+        """Joint density at ``z`` (``batch x d_z``); zero outside the support."""
+        a, b = self._cdf_bounds
+        std_normal = torch.exp(-0.5 * ((z - self.mean) / self.std) ** 2) / math.sqrt(2 * math.pi)
+        per_coord = std_normal / (self.std * (b - a))
+        inside = (z >= self.lower) & (z <= self.upper)
+        return torch.where(inside, per_coord, torch.zeros_like(per_coord)).prod(dim=-1)
+
+
+@dataclass(frozen=True, eq=False)
+class UniformZ(ContinuousZ):
+    """Independent uniforms on ``[lower, upper]``, one per coordinate of Z (BoRisk's continuous W:
+    Marzat's f6, the newsvendor's demand parameters).
+
+    Attributes:
+        d_z: dimension.
+        lower, upper: the support of every coordinate, in [0, 1]-scaled coordinates.
+    """
+
+    kind: ClassVar[str] = "uniform"
+    d_z: int
+    lower: float = 0.0
+    upper: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.lower < self.upper:
+            raise ValueError(f"UniformZ needs lower < upper, got [{self.lower}, {self.upper}]")
+
+    def icdf(self, u: Tensor) -> Tensor:
+        """Quantile function applied coordinate-wise to ``u`` in [0, 1]: an affine map."""
+        return self.lower + (self.upper - self.lower) * u
+
+    def density(self, z: Tensor) -> Tensor:
+        """Joint density at ``z`` (``batch x d_z``): ``(upper - lower)^-d_z`` inside the box, zero
+        outside."""
+        inside = ((z >= self.lower) & (z <= self.upper)).all(dim=-1)
+        value = (self.upper - self.lower) ** (-self.d_z)
+        return torch.where(inside, z.new_full(inside.shape, value), z.new_zeros(inside.shape))
 
 
 #: The smallest mass of :func:`gaussian_grid`'s Z by (points per axis, d_z, center, width), as the

@@ -18,8 +18,10 @@ from torch import Tensor
 from problems.base import Optimum, Problem
 from problems.branin_williams import branin_williams_problem
 from problems.checks import positive_int
-from problems.distributions import DiscreteZ, TruncatedNormalZ, gaussian_grid
+from problems.distributions import ContinuousZ, DiscreteZ, TruncatedNormalZ, gaussian_grid
 from problems.hartmann6_splits import hartmann6_1_5, hartmann6_5_1
+from problems.marzat import marzat_f6_problem
+from problems.newsvendor import newsvendor_problem
 from problems.optima import load_table, search_problem
 from problems.plugins import import_object, is_import_path
 from problems.portfolio import portfolio_problem
@@ -108,6 +110,8 @@ PROBLEMS["branin-williams-2-2"] = branin_williams_problem
 PROBLEMS["hartmann6-5-1"] = hartmann6_5_1
 PROBLEMS["hartmann6-1-5"] = hartmann6_1_5
 PROBLEMS["yacht-5-1"] = yacht_problem
+PROBLEMS["marzat-f6-4-3"] = marzat_f6_problem
+PROBLEMS["newsvendor-1-2"] = newsvendor_problem
 
 
 def _optimum_from_entry(entry: dict) -> Optimum:
@@ -137,8 +141,8 @@ def check_problem(key: str, problem: object) -> Problem:
                          "(nor a function of no arguments that returns one)")
     where = f"problem {key!r}"
     positive_int(where, "d_x", problem.d_x)
-    if not isinstance(problem.z, DiscreteZ | TruncatedNormalZ):
-        raise ValueError(f"{where}: z must be a problems.DiscreteZ or a problems.TruncatedNormalZ, "
+    if not isinstance(problem.z, DiscreteZ | ContinuousZ):
+        raise ValueError(f"{where}: z must be a problems.DiscreteZ, TruncatedNormalZ or UniformZ, "
                          f"got {type(problem.z).__name__}")
     if problem.z.d_z != problem.d_z:
         raise ValueError(f"{where}: d_z is {problem.d_z} but its Z has dimension {problem.z.d_z}")
@@ -146,8 +150,10 @@ def check_problem(key: str, problem: object) -> Problem:
         raise ValueError(f"{where}: alpha must lie in (0, 1), got {problem.alpha!r}")
     if not problem.noise_std >= 0.0:
         raise ValueError(f"{where}: noise_std must be >= 0, got {problem.noise_std!r}")
-    for field in ("n_init", "iterations"):
+    for field in ("n_init", "iterations", "noise_draws"):
         positive_int(where, field, getattr(problem, field))
+    if problem.simulator is not None and not callable(problem.simulator):
+        raise ValueError(f"{where}: simulator must be callable or None")
     if not problem.overhead_seconds >= 0.0:
         raise ValueError(f"{where}: overhead_seconds must be >= 0, got {problem.overhead_seconds!r}")
     if not callable(problem.objective):

@@ -39,7 +39,7 @@ def problems_table() -> str:
     rows = []
     for name in PROBLEMS:
         p = build_problem(name, with_optimum=False)
-        z = f"{p.z.size} points" if p.z.is_discrete else "truncated normal"
+        z = f"{p.z.size} points" if p.z.is_discrete else p.z.kind
         shown = f"[`{name}`](#problem-{name})" if name in documented else f"`{name}`"
         rows.append([shown, p.d_x, p.d_z, z, p.alpha, p.n_init, p.iterations, p.description])
     return table(["name", "d_x", "d_z", "Z", "alpha", "n_init", "iterations", "what it is"], rows)

@@ -156,3 +156,21 @@ def test_every_kind_of_registered_algorithm_runs_through_the_api(algorithm: str,
     assert best.n_observations == 5 and -2.0 <= best.x[0] <= 3.0 and math.isfinite(best.var)
     evaluated = opt.train_X[:, 0] * 5.0 - 2.0  # the recommendation is one of the evaluated x
     assert torch.isclose(evaluated, torch.tensor(best.x[0], dtype=torch.float64), atol=1e-12).any()
+
+
+def test_a_uniform_z_in_its_own_units_is_saved_and_loaded(tmp_path) -> None:
+    """f = -(x - 1)^2 + z, Z uniform on [2, 6]: VaR_0.25 = -(x - 1)^2 + 3; the optimizer maps Z to
+    the unit cube (a UniformZ there too) and its state names the uniform and its bounds."""
+    from problems import UniformZ
+
+    opt = VaROptimizer(bounds=[(-2.0, 3.0)], z=UniformZ(1, 2.0, 6.0), alpha=0.25,
+                       algorithm="vucb-prob-saa", seed=2)
+    assert isinstance(opt.problem.z, UniformZ) and (opt.problem.z.lower, opt.problem.z.upper) == (0, 1)
+    for _ in range(opt.problem.n_init + 2):
+        x, z = opt.ask()
+        assert 2.0 <= z[0] <= 6.0
+        opt.tell(x, z, -(x[0] - 1.0) ** 2 + z[0])
+    opt.save(tmp_path / "state.pt")
+    again = VaROptimizer.load(tmp_path / "state.pt")
+    assert isinstance(again._z_user, UniformZ) and (again._z_user.lower, again._z_user.upper) == (2, 6)
+    assert np.array_equal(again.ask()[0], opt.ask()[0])

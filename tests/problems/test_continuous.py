@@ -109,6 +109,7 @@ def test_listed_by_the_cli() -> None:
     rows = {r["name"]: r for r in _rows()}
     for name in CONTINUOUS:
         assert rows[name]["z"] == "continuous" and rows[name]["optimum_var"] is not None
+        assert rows[name]["z_distribution"] == "truncated normal"
         assert rows[name]["optimum_cvar"] < rows[name]["optimum_var"]
         assert rows[name]["iterations"] == 60 and rows[name]["alpha"] == 0.1
 

@@ -125,3 +125,25 @@ def test_a_problem_declares_a_non_negative_overhead_for_cost_estimates() -> None
     problem = build_problem("branin-1-1-discrete", with_optimum=False)
     with pytest.raises(ValueError, match="overhead_seconds must be >= 0, got -1"):
         check_problem("mine", replace(problem, overhead_seconds=-1.0))
+
+
+def test_a_simulator_must_be_callable_and_its_draws_positive() -> None:
+    """A problem's ``simulator`` and ``noise_draws`` are checked when it is named, in one line."""
+    from dataclasses import replace
+
+    from problems import check_problem
+
+    problem = build_problem("branin-1-1-discrete", with_optimum=False)
+    with pytest.raises(ValueError, match="simulator must be callable"):
+        check_problem("mine", replace(problem, simulator=3))
+    with pytest.raises(ValueError, match="noise_draws"):
+        check_problem("mine", replace(problem, simulator=lambda xz, n: xz[..., 0], noise_draws=0))
+    simulated = replace(problem, simulator=lambda xz, n: n.sum(-1), noise_draws=4)
+    assert check_problem("mine", simulated).noise_shape == (4,)
+    noise = simulated.draw_noise(5, torch.Generator().manual_seed(0))
+    assert noise.shape == (5, 4)
+    x, z = torch.zeros(5, 1, dtype=torch.float64), torch.zeros(5, 1, dtype=torch.float64)
+    assert torch.equal(simulated.observe(x, z, noise), noise.sum(-1))
+    # without a simulator the stream gives one draw an observation, as it always has
+    g, h = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
+    assert torch.equal(problem.draw_noise(5, g), torch.randn(5, generator=h, dtype=torch.float64))

@@ -12,7 +12,8 @@ def test_the_suite_is_every_method_of_each_source_measure_on_each_problem() -> N
     assert "suite" in named_grids()
     cells = resolve_grid("suite").cells
     expected = {"branin-williams-2-2": ({"var", "cvar"}, 120), "hartmann6-5-1": ({"cvar"}, 100),
-                "hartmann6-1-5": ({"cvar"}, 100), "yacht-5-1": ({"cvar"}, 60)}
+                "hartmann6-1-5": ({"cvar"}, 100), "yacht-5-1": ({"cvar"}, 60),
+                "marzat-f6-4-3": ({"cvar"}, 100), "newsvendor-1-2": ({"cvar"}, 50)}
     assert {c.problem for c in cells} == set(expected)
     for problem, (risks, iterations) in expected.items():
         mine = [c for c in cells if c.problem == problem]
@@ -20,14 +21,17 @@ def test_the_suite_is_every_method_of_each_source_measure_on_each_problem() -> N
         assert {c.iterations for c in mine} == {iterations}
         for risk in risks:
             methods = {c.algorithm for c in mine if c.risk == risk}
-            # every registered method that optimizes the measure and handles a discrete Z, but the
-            # variants of a method (the released rho-KG^apx) and the paper's other V-UCB rules
-            handles = {a for a, f in ALGORITHMS.items()
-                       if risk in f.risks and "discrete" in f.z_kinds}
+            # every registered method that optimizes the measure and handles the problem's kind of
+            # Z, but the variants of a method (the released rho-KG^apx) and the paper's other
+            # V-UCB rules
+            kind = "discrete" if build_problem(problem, with_optimum=False).z.is_discrete else "continuous"
+            handles = {a for a, f in ALGORITHMS.items() if risk in f.risks and kind in f.z_kinds}
             assert methods == handles - {"rhokg-apx-released", "vucb-unif", "stableopt", "vucb-prob-saa"}
             for algorithm in methods:
                 seeds = sorted(c.seed for c in mine if c.risk == risk and c.algorithm == algorithm)
                 assert seeds == list(range(10))
-        assert build_problem(problem, with_optimum=False).z.is_discrete
-    assert all(c.alpha is None and not c.options for c in cells)  # the problems' alphas, full effort
-    assert len(cells) == len({(c.problem, c.algorithm, c.risk, c.seed) for c in cells}) == 340
+    # the problems' alphas, full effort, but BoRisk's 40 samples of W for its method on f6
+    assert all(c.alpha is None for c in cells)
+    assert {(c.problem, c.algorithm, c.options) for c in cells if c.options} == {
+        ("marzat-f6-4-3", "rhokg-apx", (("num_w_samples", 40),))}
+    assert len(cells) == len({(c.problem, c.algorithm, c.risk, c.seed) for c in cells}) == 480
