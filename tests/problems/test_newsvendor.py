@@ -112,3 +112,18 @@ def test_a_cells_observations_are_simulated_from_its_noise_stream(problem) -> No
         expected = borisk_profit(np.array(row["x"]), np.array(row["z"][:1]), np.array(row["z"][1:]),
                                  scipy.stats.norm.cdf(normals)[None])
         assert row["y"] == pytest.approx(float(expected[0]), abs=1e-12)
+
+
+@pytest.mark.slow
+def test_no_random_order_beats_the_stored_optima(problem) -> None:
+    """1000 random orders (a 1-D x: about 1e-3 apart), each scored by three quadratures of 129^2
+    incomplete beta functions: 50-100 s, the slow set. The stored maximizers lie below the largest
+    critical fractile of the demands, (2^(1/10) - 1)^(1/3) = 0.4155 (c = 3, k = 10)."""
+    x = torch.rand(1000, 1, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    assert float(problem.cvar(x).max()) <= problem.optimum.cvar
+    assert float(problem.var(x).max()) <= problem.optimum.var
+    assert float(problem.mean(x).max()) <= problem.optimum.mean
+    largest = float(critical_fractile(torch.tensor([1.0, 0.0], dtype=torch.float64)))
+    assert largest == pytest.approx((2**0.1 - 1) ** (1 / 3), rel=1e-12)
+    for target in ("var", "cvar", "mean", "worst_case"):
+        assert 0 < getattr(problem.optimum, f"argmax_{target}")[0] < largest
