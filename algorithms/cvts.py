@@ -123,12 +123,14 @@ class CVTS(CVUCB):
     @classmethod
     def iteration_seconds(cls, size: ProblemSize, options: Mapping[str, object]) -> float:
         """See :mod:`algorithms.cost`: CV-UCB's x search on a path instead of the bounds, whose
-        evaluation costs in proportion to its features (0.17 s at 1024 features on a discrete Z,
-        measured on yacht and Hartmann-6 (5,1) by ``benchmarks/cost_model.py``), over N draws of a
-        continuous one in proportion to N."""
-        draws = 1.0 if size.z_kind == "discrete" else (options["n_samples"] or 256) / 256
+        evaluation costs in proportion to its features and to the z it is evaluated at (0.17 s at
+        1024 features on the 15 points of yacht and Hartmann-6 (5,1), measured by
+        ``benchmarks/cost_model.py``): a support of n points or N draws of a continuous Z cost
+        n / 15 or N / 15 times that (f6's 256 draws: 15 s an iteration measured beside a grid,
+        where a cost per x independent of N had estimated 1.1 s)."""
+        n_z = size.z_size if size.z_kind == "discrete" else (options["n_samples"] or 256)
         features = options["n_features"] / 1024
-        return search_seconds(options, size.d_x, 0.17) * (0.5 + features) * draws
+        return search_seconds(options, size.d_x, 0.17) * (0.5 + features) * max(1.0, n_z / 15)
 
     def __init__(self, problem: Problem, seed_root: int, risk: str = "cvar", batch: int = 1,
                  n_features: int = 1024, paths: str = "fresh", **cvucb_options: object) -> None:
