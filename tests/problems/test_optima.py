@@ -23,9 +23,9 @@ GRID_SEARCHED = [name for name in DISCRETE if name not in SPECIAL_SEARCHES]
 #: The yacht surrogate's (K + noise I) has a condition number of 4e8 and weights up to 1.6e7: a
 #: last-bit change of its kernel's distances moves f by 1e-9 (its table, written natively on an
 #: AVX-512 machine, differed from the pinned kernels by 5.5e-10; it is now written pinned).
-#: Marzat's f6 takes its mean and CVaR as sums over 2^16 QMC nodes, whose order of summation
-#: follows torch's thread count (its table, searched on 2 threads, differs from one thread by 4.6e-12
-#: on a mean of 4).
+#: Marzat's f6 takes its mean and CVaR as sums over 2^16 QMC nodes, whose rounding follows how
+#: many x are evaluated at once (the search's batches against one x here) and the kernels: its
+#: pinned table differs from one pinned x by 3.4e-12 (CVaR -2.68), natively by up to 4.6e-12.
 REPRODUCIBLE_TO = {"portfolio-3-2": 1e-9, "yacht-5-1": 1e-8, "marzat-f6-4-3": 1e-10}
 #: Random x per problem where 10^5 would cost more than a few seconds: hartmann6-1-5 takes f at
 #: 243 z per x (84 s at 10^5); its x is one-dimensional, so 10^4 random x lie 1e-4 apart on average
