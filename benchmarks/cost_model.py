@@ -56,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--problem", action="append", default=None,
                         help="only the cases of this problem (repeatable; default: all)")
     args = parser.parse_args(argv)
+    known = sorted({case[0] for case in CASES})
+    for name in args.problem or []:
+        if name not in known:
+            parser.error(f"no case of problem {name!r}; the cases' problems: {', '.join(known)}")
     print(f"{'problem':22s} {'algorithm':15s} {'risk':5s} {'measured s':>11s} {'estimate s':>11s} "
           f"{'ratio':>6s}")
     worst = 1.0
