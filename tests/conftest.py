@@ -24,9 +24,11 @@ import pytest
 
 import harness.kernels
 
-#: The tests' own cells take the code path the commands take (harness.kernels): pinned before numpy
-#: and torch load here, so that rows computed in this process and in a ``harness.run`` it starts
-#: agree. A plugin that loads numpy first (pytest-randomly does) leaves this process native; the
+#: The tests' own cells take the code path the commands take (harness.kernels), so that rows computed
+#: in this process and in a ``harness.run`` it starts agree. The pin happens in the plugin
+#: ``harness.pytest_pin`` (``-p`` in pyproject's addopts), which pytest loads before the plugins it
+#: finds by entry point, one of which (pytest-randomly) imports numpy; here it only reads the mode
+#: (run with ``-p no:harness.pytest_pin`` it pins here, as far as that is still possible). The
 #: report's header says which.
 KERNELS = harness.kernels.pin_process()
 

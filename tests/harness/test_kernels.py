@@ -17,6 +17,7 @@ from harness.kernels import (
     can_pin,
     cpu_model,
     host_summary,
+    isa_level,
     older_host_environment,
     pinned_environment,
 )
@@ -115,3 +116,32 @@ def test_host_summary_counts_the_cells_of_each_host() -> None:
         "2 cells pinned (torch AVX2) on X (model 1), x86-64-v4",
         "1 cells native (torch AVX512) on X (model 1), x86-64-v4",
         "1 cells recorded no kernels or CPU (written before cells recorded them)"]
+
+
+MODE_TEST = """import harness.kernels as k
+import numpy  # noqa: F401  (loaded: a pin, if any, happened before)
+
+
+def test_mode():
+    print("MODE", k.host_record()["kernels"], k.host_record()["torch_cpu"])
+"""
+
+
+def test_the_pytest_plugin_pins_before_a_plugin_that_loads_numpy(tmp_path: Path) -> None:
+    """pyproject's ``-p harness.pytest_pin`` pins before the plugins pytest loads by entry point or
+    from ``PYTEST_PLUGINS`` (here numpy itself stands for pytest-randomly, which imports it); without
+    it the same run is native. A child pytest in a folder with no configuration of its own."""
+    if not can_pin():
+        pytest.skip("this host has no AVX2: nothing to pin (cells run native)")
+    (tmp_path / "test_mode.py").write_text(MODE_TEST)
+    env = unpinned() | {"PYTEST_PLUGINS": "numpy", "PYTHONPATH": str(ROOT)}
+
+    def mode(*plugins: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:randomly",
+                               "-p", "no:cacheprovider", *plugins, "test_mode.py"], cwd=tmp_path,
+                              env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return next(line for line in done.stdout.splitlines() if line.startswith("MODE"))
+
+    assert mode("-p", "harness.pytest_pin") == "MODE pinned AVX2"
+    assert mode() == "MODE native " + ("AVX512" if isa_level() == "x86-64-v4" else "AVX2")
