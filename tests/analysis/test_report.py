@@ -1,5 +1,6 @@
 """The report on a small real results folder: files exist, numbers match the stored rows, loud failures."""
 
+import copy
 import json
 import shutil
 from pathlib import Path
@@ -175,8 +176,9 @@ def test_a_cell_stored_under_two_specs_counts_once(tmp_path: Path) -> None:
     alone = CellSpec.make(PROBLEM, "random", 0)  # T unset: the problem's 60
     grid = CellSpec.make(PROBLEM, "random", 0, 60)
     other = CellSpec.make(PROBLEM, "random", 1, 60)
-    for spec in (alone, grid, other):
-        write_cell(out, spec, run_cell(spec))
+    results = {spec: run_cell(spec) for spec in (alone, grid, other)}
+    for spec, result in results.items():
+        write_cell(out, spec, result)
     assert len(result_files(out)) == 3
     report = tmp_path / "report"
     assert main([str(out), "--out", str(report)]) == 0
@@ -187,7 +189,7 @@ def test_a_cell_stored_under_two_specs_counts_once(tmp_path: Path) -> None:
     assert "### Cells stored twice" in text
     assert f"| {hashes[0]} | {hashes[1]} |" in text  # kept: the grid's (T set); dropped: the lone run's
     # the same keys with different rows (another code version, say): which counts is the user's call
-    changed = run_cell(alone)
+    changed = copy.deepcopy(results[alone])
     changed.rows[5]["y"] += 1.0
     write_cell(out, alone, changed)
     assert main([str(out), "--out", str(report)]) == 1

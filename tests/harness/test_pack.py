@@ -31,6 +31,10 @@ from harness.spec import CellSpec
 from harness.store import write_cell, write_manifest
 from harness.verify import main as verify_main
 
+#: one worker for the module (xdist ``loadgroup``): the packed folder of the module fixture (5-6 s)
+#: is computed once, not once per worker that happens to take one of its tests
+pytestmark = pytest.mark.xdist_group("pack")
+
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = [CellSpec.make(p, a, s, 3) for p in ("branin-1-1-discrete", "goldstein-1-1-discrete")
          for a in ("random", "vucb-unif") for s in (0, 1)]

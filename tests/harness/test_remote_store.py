@@ -27,14 +27,6 @@ SPECS = [CellSpec.make(p, "random", s, 1) for p in ("branin-1-1-discrete", "gold
          for s in (0, 1)]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def own_ray():
-    """The grids here start a local Ray in this process (as the command line does); leave none."""
-    ray.shutdown()
-    yield
-    ray.shutdown()
-
-
 @pytest.fixture(scope="module")
 def s3_bucket():
     moto_server = pytest.importorskip("moto.server")
@@ -53,6 +45,18 @@ def s3_bucket():
     os.environ.clear()
     os.environ.update(saved)
     server.stop()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_ray(s3_bucket: str):
+    """One local Ray for the module's grids (the command line's start of its own is tested in
+    test_ray_faults.py and test_grid_process.py; each start here cost 10-15 s), started after the S3
+    server so that its workers inherit the endpoint and the keys."""
+    ray.shutdown()
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             logging_level="ERROR")
+    yield
+    ray.shutdown()
 
 
 def run_grid(tmp_path: Path, out: str, capsys: pytest.CaptureFixture, *extra: str) -> tuple[int, str]:

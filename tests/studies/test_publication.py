@@ -16,6 +16,10 @@ import pytest
 from analysis.report import read_frame, report_tables, results_study
 from studies.nguyen2021 import page
 
+#: one worker for the module (xdist ``loadgroup``): the rebuilt tables of each published folder
+#: (7-8 s for the paper run's) are computed once, not once per worker that takes one of its tests
+pytestmark = pytest.mark.xdist_group("publication")
+
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "docs" / "reproduction" / "paper"
 EXTRA = ROOT / "docs" / "reproduction" / "paper-extra"
