@@ -51,6 +51,8 @@ import harness.kernels as kernels
 import harness.local_ray as local_ray
 from harness.cell import CellResult, CellSpec, checkpoint_iteration, checkpoint_problem, run_cell
 from harness.grid import cell_iterations, cell_label
+from harness.keeper import CheckpointKeeper
+from harness.results import spec_hash
 from harness.store import (
     clear_checkpoint,
     clear_failure,
@@ -85,47 +87,6 @@ class Outcome:
 KEEPER_NAME = "varbo-checkpoint-keeper"
 
 
-class _CheckpointKeeper:
-    """A Ray actor on the driver's node that holds the running cells' latest checkpoints in
-    memory. The driver preloads the checkpoints of the cells it is about to run, takes the new ones
-    about once a second and writes them to ``_checkpoints/`` in the results store itself: only the
-    driver ever touches the store (workers and this actor need neither its path nor credentials).
-    Calls run one at a time, in the order each caller sent them. A cell's saves are not awaited, so
-    one may arrive after the driver dropped the finished cell: it is ignored."""
-
-    def __init__(self) -> None:
-        self.latest: dict[CellSpec, bytes] = {}
-        self.dirty: set[CellSpec] = set()
-        self.finished: set[CellSpec] = set()
-        self.progress: dict[CellSpec, int] = {}  # running cell -> its last finished iteration
-
-    def put(self, spec: CellSpec, data: bytes) -> None:  # preloaded by the driver: not dirty
-        self.latest[spec] = data
-
-    def load(self, spec: CellSpec) -> bytes | None:
-        return self.latest.get(spec)
-
-    def save(self, spec: CellSpec, data: bytes, iteration: int | None = None) -> None:
-        if spec in self.finished:  # a late save of a cell already written
-            return
-        self.latest[spec] = data
-        self.dirty.add(spec)
-        if iteration is not None:
-            self.progress[spec] = iteration
-
-    def take(self) -> tuple[dict[CellSpec, bytes], dict[CellSpec, int]]:
-        """The checkpoints saved since the last call, and the running cells' iterations."""
-        taken = {spec: self.latest[spec] for spec in self.dirty}
-        self.dirty.clear()
-        return taken, dict(self.progress)
-
-    def drop(self, spec: CellSpec) -> None:
-        self.latest.pop(spec, None)
-        self.dirty.discard(spec)
-        self.progress.pop(spec, None)
-        self.finished.add(spec)
-
-
 def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], checkpoint: bytes | None = None,
                   keeper=None) -> dict:
     """The body of a task: one thread, the cell (resumed from ``checkpoint`` if given, handing new
@@ -147,9 +108,11 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], checkpoint
             if checkpoint is not None:
                 resumed_at = checkpoint_iteration(checkpoint)
 
+            key = spec_hash(spec)
+
             def save(data: bytes, t: int) -> None:  # fire and forget: a task must not block on Ray
                 with contextlib.suppress(Exception):  # a lost keeper costs checkpoints, not the cell
-                    keeper.save.remote(spec, data, t)
+                    keeper.save.remote(key, data, t)
 
             result = cell_fn(spec, checkpoint=checkpoint,
                              on_checkpoint=save if keeper is not None else None)
@@ -171,7 +134,7 @@ SYSTEM_RETRIES = 2
 # Ray's own retries would rerun the task with its original arguments, so from its first checkpoint:
 # the driver resubmits instead, with the latest
 _remote_cell = ray.remote(num_cpus=1, max_retries=0)(_execute_cell)
-_remote_keeper = ray.remote(num_cpus=0)(_CheckpointKeeper)
+_remote_keeper = ray.remote(num_cpus=0)(CheckpointKeeper)
 
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
@@ -604,9 +567,9 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
 
 
 class _Keeper:
-    """The driver's side of the checkpoint keeper (:class:`_CheckpointKeeper`): it starts the actor
-    preloaded with the stored checkpoints, replaces it when it dies, and writes the checkpoints it
-    collected to the store.
+    """The driver's side of the checkpoint keeper (:class:`harness.keeper.CheckpointKeeper`): it
+    starts the actor preloaded with the stored checkpoints, replaces it when it dies, and writes the
+    checkpoints it collected to the store.
 
     Args:
         cells: the grid's cells (those not finished are preloaded).
@@ -616,6 +579,7 @@ class _Keeper:
 
     def __init__(self, cells: list[CellSpec], out: Path, finished: Callable[[], set[CellSpec]]) -> None:
         self.cells, self.out, self.finished = cells, out, finished
+        self.by_key = {spec_hash(spec): spec for spec in cells}  # the keeper's keys, back to cells
         self.here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
         self.unsaved: set[CellSpec] = set()  # cells whose checkpoint could not be written (said once)
         self.actor = self._start(set())
@@ -638,8 +602,16 @@ class _Keeper:
                 print(f"checkpoint of {cell_label(spec)} cannot be read ({problem}): set aside as {aside}; "
                       "the cell restarts from iteration 0", file=sys.stderr)
             elif data is not None:
-                fresh.put.remote(spec, data)
+                fresh.put.remote(spec_hash(spec), data)
         return fresh
+
+    def load(self, spec: CellSpec) -> bytes | None:
+        """The latest checkpoint of ``spec`` the keeper holds (None: start afresh)."""
+        return self.call("load", spec_hash(spec))
+
+    def drop(self, spec: CellSpec) -> None:
+        """Forget a written cell (not awaited: a lost keeper has forgotten it anyway)."""
+        self.actor.drop.remote(spec_hash(spec))
 
     def call(self, method: str, *args: object, patience_s: float = ANSWER_S) -> object:
         """:func:`get` of a keeper call; a dead keeper is replaced by a new one (from the stored
@@ -662,7 +634,8 @@ class _Keeper:
         written costs that cell its resume point, said once, never the grid); returns the running
         cells' last finished iterations."""
         taken, progress = self.call("take", patience_s=patience_s)
-        for spec, data in taken.items():
+        for key, data in taken.items():
+            spec = self.by_key[key]
             try:
                 write_checkpoint(self.out, spec, data)
             except Exception as error:
@@ -670,7 +643,7 @@ class _Keeper:
                     self.unsaved.add(spec)
                     print(f"cannot write the checkpoint of {cell_label(spec)} ({type(error).__name__}: "
                           f"{error}); it runs on without one", file=sys.stderr)
-        return progress
+        return {self.by_key[key]: iteration for key, iteration in progress.items()}
 
 
 class _GridRun:
@@ -738,7 +711,7 @@ class _GridRun:
     def submit(self, spec: CellSpec) -> None:
         """One task for ``spec``, with the latest checkpoint the keeper holds (the driver may block
         on Ray; a task must not)."""
-        checkpoint = self.keeper.call("load", spec) if self.keeper is not None else None
+        checkpoint = self.keeper.load(spec) if self.keeper is not None else None
         if checkpoint is not None and spec in self.total_iterations:
             with contextlib.suppress(Exception):  # a checkpoint the cell cannot use it reports itself
                 self.iteration_of[spec] = checkpoint_iteration(checkpoint)
@@ -815,7 +788,7 @@ class _GridRun:
             clear_failure(self.out, spec)
             clear_checkpoint(self.out, spec)
         if self.keeper is not None:
-            self.keeper.actor.drop.remote(spec)
+            self.keeper.drop(spec)
         self.outcome.done.append(spec)
         if reply.get("resumed_at") is not None:
             self.outcome.resumed[spec] = reply["resumed_at"]

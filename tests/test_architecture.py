@@ -108,3 +108,17 @@ def test_the_engine_names_no_problem_algorithm_or_claim_of_a_study() -> None:
                 if node.value in names or re.fullmatch(r"C[0-9]+", node.value):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
     assert not found, "the engine names a study's problems, algorithms or claims:\n" + "\n".join(found)
+
+
+def test_the_checkpoint_keepers_module_loads_nothing_heavy() -> None:
+    """Ray imports the keeper actor's module in the actor's own process, which every grid run and
+    every replacement of a lost keeper waits for: it loads neither torch nor the project's modules."""
+    import subprocess
+    import sys
+
+    code = ("import sys, harness.keeper; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('torch', 'numpy', 'ray', 'problems', 'algorithms', 'analysis') or m.startswith('harness.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.stdout.strip() == "['harness.keeper']"

@@ -54,7 +54,7 @@ def busy_checkpointing_cell(spec: CellSpec, checkpoint: bytes | None = None,
 
 
 def kill_keeper_then_run(spec: CellSpec, checkpoint: bytes | None = None, on_checkpoint=None) -> CellResult:
-    """Seed 0 first kills the grid's checkpoint keeper actor (``kill -9`` of ``ray::_CheckpointKeeper``
+    """Seed 0 first kills the grid's checkpoint keeper actor (``kill -9`` of ``ray::CheckpointKeeper``
     would do the same), then every cell runs as :func:`slow_iterations` (a checkpoint after each
     iteration): the driver must replace the keeper and finish the grid."""
     import ray
