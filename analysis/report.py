@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis import across, across_figures
 from analysis import claims as claims_module
 from analysis.aggregate import CONFIDENCE, RESAMPLES, improvement_table, iqm_table, relative_iqm_table
 from analysis.bands import BAND_LEVEL, band_table
@@ -61,6 +62,7 @@ from analysis.data import (
 )
 from analysis.figures import (
     assign_figures,
+    colours,
     complexity_figure,
     regret_figures,
     series_styles,
@@ -319,7 +321,41 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     _document(doc, results, frame, tables["final_table"], panels, tables["claims"], tables["claims_overall"],
               tables["timing"], tables["timing_ratio"], status, figures, floor, tables["lower_bounds"], study)
     aggregate_section(doc, tables, study.baseline)
+    if study.across_problems:
+        across_part(doc, frame, study, out, paths)
     return int(status["n_done"])
+
+
+def across_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, paths: dict[str, Path]) -> None:
+    """The views across problems (:mod:`analysis.across`): their CSVs, figures and section."""
+    cells = claims_module.cell_values(frame, study.aliases)
+    ranks, friedman, pairs = across.rank_tables(cells)
+    tables = {"across_profiles": across.profile_table(cells, study.baseline), "across_ranks": ranks,
+              "across_friedman": friedman, "across_pairs": pairs,
+              "across_cost_quality": across.cost_quality_table(frame, cells)}
+    for name, table in tables.items():
+        paths[f"{name}.csv"] = out / f"{name}.csv"
+        _csv_ready(table).to_csv(paths[f"{name}.csv"], index=False)
+    colour = colours(sorted(frame["algorithm"].unique()), study.colours)
+    figures = []
+    if not tables["across_profiles"].empty:
+        figures.append(across_figures.profile_figure(tables["across_profiles"], colour, study.baseline, out))
+    if not friedman.empty:
+        figures.append(across_figures.cd_figure(ranks, friedman, pairs, colour, out))
+    if not tables["across_cost_quality"].empty:
+        figures.append(across_figures.cost_quality_figure(tables["across_cost_quality"], colour, out))
+    doc.heading("Across problems")
+    doc.para(across.__doc__.split("\n\n", 1)[0].replace("\n", " "))
+    for name, title, fig_paths in figures:
+        paths[f"{name}.png"], paths[f"{name}.pdf"] = fig_paths["png"], fig_paths["pdf"]
+        doc.figure(title, fig_paths["png"], fig_paths["pdf"])
+    doc.heading("Friedman's test per risk measure", 3)
+    doc.table(friedman, empty="Fewer than two methods ran on every problem of a risk measure.")
+    doc.heading("Pairwise tests (two-sided Wilcoxon signed-rank over the blocks, Holm-corrected)", 3)
+    doc.table(pairs, empty="No pair to test.")
+    doc.heading("Average rank per problem", 3)
+    doc.table(ranks.pivot_table(index=["target", "problem"], columns="algorithm", values="mean_rank")
+              .reset_index() if not ranks.empty else ranks)
 
 
 def aggregate_tables(frame: pd.DataFrame, study: Study) -> dict[str, pd.DataFrame]:

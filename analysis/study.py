@@ -177,6 +177,8 @@ class Study:
         description: one line.
         complexity: what the timing cells of its complexity grid are compared with (formulas,
             exponents, method labels), or None.
+        across_problems: the report draws the views across problems (:mod:`analysis.across`:
+            performance profiles, ranks, cost against quality) for it.
     """
 
     name: str
@@ -189,6 +191,7 @@ class Study:
     colours: dict[str, int] = field(default_factory=dict)
     description: str = ""
     complexity: Complexity | None = None
+    across_problems: bool = False
 
     def claim(self, claim_id: str) -> Claim:
         """The claim called ``claim_id``; one-line ``KeyError`` otherwise."""
@@ -227,7 +230,8 @@ def load_study(name: str, check: bool = True) -> Study:
 
 #: The comparisons by the ``kind`` a TOML study names them with.
 KINDS: dict[str, type] = {c.kind: c for c in (Beats, OnPar, SameQueries, Cheaper)}
-_STUDY_KEYS = {"name", "description", "baseline", "grids", "claims", "figures", "aliases", "colours"}
+_STUDY_KEYS = {"name", "description", "baseline", "grids", "claims", "figures", "aliases", "colours",
+               "across_problems"}
 
 
 def study_from_toml(path: Path, check: bool = True) -> Study:
@@ -236,6 +240,7 @@ def study_from_toml(path: Path, check: bool = True) -> Study:
         name = "mine"
         description = "my method against V-UCB"
         baseline = "random"                      # optional: the aggregate view's baseline
+        across_problems = true                   # optional: profiles, ranks, cost against quality
 
         [grids.mine]                             # any number of grids, each a grid file's keys
         seeds = [0, 1, 2]
@@ -284,7 +289,8 @@ def study_from_toml(path: Path, check: bool = True) -> Study:
             figures=tuple(_figure(f, i) for i, f in enumerate(figures, 1)),
             aliases={str(k): _text(v, "aliases")
                      for k, v in _table(data.get("aliases", {}), "aliases").items()},
-            colours={str(k): int(v) for k, v in _table(data.get("colours", {}), "colours").items()})
+            colours={str(k): int(v) for k, v in _table(data.get("colours", {}), "colours").items()},
+            across_problems=_flag(data.get("across_problems", False), "across_problems"))
     except (TypeError, ValueError, KeyError) as error:
         raise ValueError(f"study {path}: {str(error).strip(chr(39) + chr(34))}") from None
     return check_study(study, str(path)) if check else study
@@ -293,6 +299,12 @@ def study_from_toml(path: Path, check: bool = True) -> Study:
 def _text(value: object, where: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{where} must be text, got {value!r}")
+    return value
+
+
+def _flag(value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{where} must be true or false, got {value!r}")
     return value
 
 

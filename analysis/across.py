@@ -1,0 +1,195 @@
+"""Views across problems that benchmarking practice draws (issue 40 item 3), from the
+default-configuration cells of :func:`analysis.claims.cell_values`, one risk measure (``target``) at
+a time, a method and a problem meeting at equal (problem, alpha, target, T) as in
+:mod:`analysis.aggregate`:
+
+* :func:`profile_table`, **performance profiles** (the empirical distribution of normalized scores
+  over runs, as rliable draws them, Agarwal et al., NeurIPS 2021; COCO's ECDFs of runs): a run's
+  score is its final log10 regret minus the median final log10 regret of the study's baseline on
+  that problem (decades below random search in the suite), and a method's profile at tau is the
+  fraction of its runs with a score at or below tau, averaged over the problems (each problem
+  weighs the same). The band is a 95 % stratified percentile bootstrap (each problem's seeds
+  resampled on their own; the baseline's medians held fixed).
+* :func:`rank_tables`, **ranks with ties made explicit**: within each block (problem, seed) the
+  methods are ranked by final log10 regret (ties share their mean rank); average ranks per problem
+  and over every block; Friedman's test over the blocks; then every pair by a two-sided Wilcoxon
+  signed-rank test on its paired differences over the blocks, Holm-corrected over the pairs
+  (Benavoli, Corani and Mangili, JMLR 2016, recommend these pairwise tests over the mean-rank
+  post-hoc tests of Demsar 2006). :func:`cliques` groups the methods that no corrected test tells
+  apart, the bars of the critical-difference diagram. Only methods that ran on every problem of the
+  target are ranked, and only complete blocks (the others are named in the table's note).
+* :func:`cost_quality_table`, **cost against quality**: per problem and method, the median over
+  seeds of a cell's median seconds per iteration (model fit, acquisition, recommendation and
+  evaluation, iterations >= 1) against the median final log10 regret, with both quartiles.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from analysis.aggregate import CONFIDENCE, RESAMPLES, SEED, SETTING, default_finals
+from analysis.power import holm
+from analysis.signed_rank import signed_rank_p
+
+#: Points of a profile's tau grid.
+PROFILE_POINTS = 121
+#: Level of the pairwise tests (after Holm's correction).
+LEVEL = 0.05
+#: The per-iteration timing columns of a row summed into its seconds per iteration.
+TIMINGS = ("t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s")
+CELL_KEYS = ["problem", "target", "options", "algorithm", "alpha", "iterations", "seed"]
+
+
+def _profile(*samples: np.ndarray, tau: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Mean over problems of the fraction of runs at or below each ``tau``: ``len(tau)`` values
+    (times any leading resample axes, moved last, as :func:`scipy.stats.bootstrap` wants them)."""
+    fractions = [(np.moveaxis(s, axis, -1)[..., :, None] <= tau).mean(axis=-2) for s in samples]
+    return np.moveaxis(np.mean(fractions, axis=0), -1, 0)
+
+
+def _band(samples: list[np.ndarray], tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stratified percentile bootstrap band of :func:`_profile` (NaN where a problem has one run)."""
+    if any(len(s) < 2 for s in samples):
+        return np.full(tau.shape, np.nan), np.full(tau.shape, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # degenerate resamples (a step where every run agrees): NaN
+        result = stats.bootstrap(samples, lambda *s, axis=-1: _profile(*s, tau=tau, axis=axis),
+                                 n_resamples=RESAMPLES, vectorized=True, paired=False, axis=-1,
+                                 confidence_level=CONFIDENCE, method="percentile",
+                                 rng=np.random.default_rng(SEED))
+    return np.asarray(result.confidence_interval.low), np.asarray(result.confidence_interval.high)
+
+
+def scores(cells: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """The default-configuration cells with ``score``: final log10 regret minus the median final
+    log10 regret of ``baseline`` at the same (problem, alpha, target, T); settings where the
+    baseline did not run are left out."""
+    finals = default_finals(cells)
+    base = (finals.loc[finals["algorithm"] == baseline].groupby(SETTING)["final"].median()
+            .rename("base").reset_index())
+    out = finals.merge(base, on=SETTING, how="inner")
+    return out.assign(score=out["final"] - out["base"])
+
+
+def profile_table(cells: pd.DataFrame, baseline: str, points: int = PROFILE_POINTS) -> pd.DataFrame:
+    """Per target and method (the baseline too: its profile crosses 1/2 at 0 on every problem),
+    ``points`` rows: ``tau``, ``fraction`` of runs at or below it (problems weighing the same), the
+    band ``low``/``high``, ``n_problems``, ``n_runs``."""
+    columns = ["target", "algorithm", "tau", "fraction", "low", "high", "n_problems", "n_runs"]
+    scored = scores(cells, baseline) if baseline else pd.DataFrame()
+    if scored.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for target, part in scored.groupby("target", sort=True):
+        lo, hi = part["score"].min(), part["score"].max()
+        pad = 0.05 * (hi - lo) if hi > lo else 0.5
+        tau = np.linspace(lo - pad, hi + pad, points)
+        for method, group in part.groupby("algorithm", sort=True):
+            samples = [g["score"].to_numpy(float) for _, g in group.groupby(SETTING)]
+            fraction = _profile(*samples, tau=tau)
+            low, high = _band(samples, tau)
+            rows.append(pd.DataFrame({"target": target, "algorithm": method, "tau": tau, "fraction": fraction,
+                                      "low": low, "high": high, "n_problems": len(samples),
+                                      "n_runs": int(sum(len(s) for s in samples))}))
+    return pd.concat(rows, ignore_index=True)[columns]
+
+
+def blocks(cells: pd.DataFrame, target: str) -> tuple[pd.DataFrame, str]:
+    """The final log10 regrets of ``target``'s default cells as blocks (rows: problem, alpha, T,
+    seed) x methods, with the methods that ran on every problem and the complete blocks only, and a
+    note naming what was left out."""
+    part = default_finals(cells).loc[lambda c: c["target"] == target]
+    settings = part.groupby(SETTING).ngroups
+    per_method = part.groupby("algorithm").apply(lambda g: g.groupby(SETTING).ngroups, include_groups=False)
+    kept = sorted(per_method.index[per_method == settings])
+    left = sorted(set(per_method.index) - set(kept))
+    wide = (part.loc[part["algorithm"].isin(kept)]
+            .pivot_table(index=["problem", "alpha", "iterations", "seed"], columns="algorithm",
+                         values="final", aggfunc="first"))
+    complete = wide.dropna()
+    notes = []
+    if left:
+        notes.append(f"not ranked (absent from some problem): {', '.join(left)}")
+    if len(complete) < len(wide):
+        notes.append(f"{len(wide) - len(complete)} incomplete block(s) left out")
+    return complete[kept] if kept else complete, "; ".join(notes)
+
+
+def rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Per target: average ranks (``ranks``: problem ``all`` and each problem), Friedman's test
+    (``friedman``) and the Holm-corrected pairwise tests (``pairs``: ``median_d`` is the median of
+    final log10 regret A - B over the blocks, negative when A tends to end lower)."""
+    rank_rows, friedman_rows, pair_rows = [], [], []
+    for target in sorted(default_finals(cells)["target"].unique()):
+        wide, note = blocks(cells, target)
+        methods = list(wide.columns)
+        if len(methods) < 2 or wide.empty:
+            continue
+        ranks = pd.DataFrame(stats.rankdata(wide.to_numpy(float), axis=1), index=wide.index, columns=methods)
+        for problem, part in [("all", ranks), *ranks.groupby(level="problem", sort=True)]:
+            for method in methods:
+                rank_rows.append({"target": target, "problem": problem, "algorithm": method,
+                                  "mean_rank": float(part[method].mean()), "n_blocks": len(part)})
+        statistic, p = (stats.friedmanchisquare(*wide.to_numpy(float).T) if len(methods) >= 3
+                        else (float("nan"), float("nan")))
+        friedman_rows.append({"target": target, "n_methods": len(methods), "n_blocks": len(wide),
+                              "n_problems": wide.index.get_level_values("problem").nunique(),
+                              "statistic": float(statistic), "p": float(p), "note": note})
+        pairs = list(itertools.combinations(methods, 2))
+        p_raw = np.array([signed_rank_p((wide[a] - wide[b]).to_numpy(float), "two-sided") for a, b in pairs])
+        for (a, b), p_one, p_adj in zip(pairs, p_raw, holm(p_raw), strict=True):
+            pair_rows.append({"target": target, "a": a, "b": b, "n_blocks": len(wide),
+                              "median_d": float(np.median(wide[a] - wide[b])), "p": float(p_one),
+                              "p_holm": float(p_adj), "different": bool(p_adj < LEVEL)})
+    return (pd.DataFrame(rank_rows, columns=["target", "problem", "algorithm", "mean_rank", "n_blocks"]),
+            pd.DataFrame(friedman_rows, columns=["target", "n_methods", "n_blocks", "n_problems", "statistic",
+                                                 "p", "note"]),
+            pd.DataFrame(pair_rows, columns=["target", "a", "b", "n_blocks", "median_d", "p", "p_holm",
+                                             "different"]))
+
+
+def cliques(order: list[str], different: set[frozenset[str]]) -> list[tuple[int, int]]:
+    """The bars of a critical-difference diagram: the maximal runs ``order[i..j]`` (methods sorted by
+    average rank, i < j) of which no two are ``different``, as (i, j)."""
+    runs = []
+    for i in range(len(order)):
+        j = i
+        while j + 1 < len(order) and all(frozenset((order[k], order[j + 1])) not in different
+                                         for k in range(i, j + 1)):
+            j += 1
+        if j > i and not any(a <= i and j <= b for a, b in runs):
+            runs.append((i, j))
+    return runs
+
+
+def iteration_seconds(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell (:data:`CELL_KEYS`): ``seconds``, the median over iterations >= 1 of the
+    row's fit, acquisition, recommendation and evaluation seconds summed (NaN without them)."""
+    steps = frame.loc[frame["iteration"] >= 1]
+    present = [c for c in TIMINGS if c in steps]
+    if not present:
+        return frame[CELL_KEYS].drop_duplicates().assign(seconds=np.nan)
+    total = steps[present].fillna(0.0).sum(axis=1)
+    return (steps.assign(seconds=total).groupby(CELL_KEYS, sort=False, dropna=False)["seconds"].median()
+            .reset_index())
+
+
+def cost_quality_table(frame: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
+    """Per (problem, alpha, target, T) and method of the default configuration: medians and
+    quartiles over seeds of the seconds per iteration (:func:`iteration_seconds`) and of the final
+    log10 regret, and ``n_seeds``."""
+    finals = default_finals(cells).merge(iteration_seconds(frame), on=CELL_KEYS, how="left")
+    rows = []
+    for key, group in finals.groupby([*SETTING, "algorithm"], sort=True):
+        row = dict(zip([*SETTING, "algorithm"], key, strict=True))
+        for column, name in (("seconds", "seconds"), ("final", "final")):
+            q = group[column].quantile([0.25, 0.5, 0.75]).to_numpy(float)
+            row.update({f"{name}_q25": q[0], f"{name}_median": q[1], f"{name}_q75": q[2]})
+        rows.append({**row, "n_seeds": len(group)})
+    return pd.DataFrame(rows, columns=[*SETTING, "algorithm", "seconds_q25", "seconds_median", "seconds_q75",
+                                       "final_q25", "final_median", "final_q75", "n_seeds"])
