@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.across import cliques
-from analysis.figures import _legend_and_key, _log_ticks, _save, _suptitle
+from analysis.figures import fit_suptitle, legend_and_key, log_ticks, save_figure
 from problems.measures import RISK_MEASURES
 
 
@@ -28,12 +28,12 @@ _TITLE_IN = 0.5
 
 
 def _finish(fig, handles: list, labels: list[str], width: float, height: float, title: str) -> None:
-    """The legend under the panels (:func:`analysis.figures._legend_and_key`), then the title in a
+    """The legend under the panels (:func:`analysis.figures.legend_and_key`), then the title in a
     band of its own above them (tight_layout would let it overlap the top row's titles)."""
-    _legend_and_key(fig, handles, labels, [], width, height + _TITLE_IN, "")
+    legend_and_key(fig, handles, labels, [], width, height + _TITLE_IN, "")
     total = fig.get_figheight()
     fig.subplots_adjust(top=1.0 - _TITLE_IN / total)
-    _suptitle(fig, title, width)
+    fit_suptitle(fig, title, width)
     fig.suptitle(fig.get_suptitle(), y=1.0 - 0.08 / total, fontsize=11)
 
 
@@ -63,7 +63,7 @@ def profile_figure(profiles: pd.DataFrame, colour: dict[str, str], baseline: str
     title = (f"Performance profiles: runs of each method by final regret against {baseline} "
              "(left and high is better; 95% stratified bootstrap band)")
     _finish(fig, list(handles.values()), list(handles), width, 4.6, title)
-    return "fig_profiles", title, _save(fig, out, "fig_profiles")
+    return "fig_profiles", title, save_figure(fig, out, "fig_profiles")
 
 
 def _cd_panel(ax, ranks: pd.Series, pairs: pd.DataFrame, colour: dict[str, str], title: str) -> None:
@@ -114,7 +114,7 @@ def cd_figure(ranks: pd.DataFrame, friedman: pd.DataFrame, pairs: pd.DataFrame, 
     title = ("Average ranks (1 is best); a bar joins methods that no pairwise Wilcoxon test tells apart "
              "(Holm-corrected, 5%)")
     _finish(fig, [], [], width, sum(heights), title)
-    return "fig_ranks", title, _save(fig, out, "fig_ranks")
+    return "fig_ranks", title, save_figure(fig, out, "fig_ranks")
 
 
 def cost_quality_figure(table: pd.DataFrame, colour: dict[str, str], out: Path
@@ -136,7 +136,7 @@ def cost_quality_figure(table: pd.DataFrame, colour: dict[str, str], out: Path
                                  yerr=np.clip(yerr, 0, None), fmt="o", color=colour[row.algorithm],
                                  markersize=5, capsize=2)
             handles.setdefault(row.algorithm, handle)
-        _log_ticks(ax)
+        log_ticks(ax)
         ax.set_title(f"{problem}, {_target_label(target)}", fontsize=10)
         ax.set_xlabel("seconds per iteration")
         ax.set_ylabel("final log10 regret")
@@ -146,4 +146,4 @@ def cost_quality_figure(table: pd.DataFrame, colour: dict[str, str], out: Path
     methods = sorted(handles)
     title = "Cost against quality: medians and interquartile ranges over seeds (left and low is better)"
     _finish(fig, [handles[m] for m in methods], methods, width, height, title)
-    return "fig_cost_quality", title, _save(fig, out, "fig_cost_quality")
+    return "fig_cost_quality", title, save_figure(fig, out, "fig_cost_quality")

@@ -62,6 +62,7 @@ import pandas as pd
 from analysis.power import holm, power, seeds_for_power
 from analysis.signed_rank import rank_biserial, signed_rank_p, tost_p
 from analysis.study import Comparison, Study
+from problems.measures import RISK_MEASURES
 
 SIGNIFICANCE = 0.05
 MIN_SEEDS = 5
@@ -241,7 +242,9 @@ def variants(cells: pd.DataFrame, problem: str, a: str, b: str, target: str,
     return out
 
 
-def _data_text(problem: str, a: str, b: str, merged: pd.DataFrame, what: str) -> str:
+def _data_text(problem: str, a: str, b: str, merged: pd.DataFrame, what: str, target: str = "var") -> str:
+    if target != "var":  # VaR is the paper's; another measure is named (its sub-claims' own rows)
+        what = f"{what} of {RISK_MEASURES[target].label}" if target in RISK_MEASURES else f"{what} ({target})"
     if merged.empty:
         return f"{a} vs {b} on {problem}: {what}"
     return (f"{a} vs {b} on {problem} (alpha={merged['alpha'].iloc[0]:.4g}, T={merged['iterations'].iloc[0]},"
@@ -297,7 +300,7 @@ def decide(n: int, p: float, p_against: float, against: str, level: float = SIGN
 
 
 def _regret_subs(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str, kind: str,
-                 named: dict[str, dict] | None = None) -> list[Sub]:
+                 named: dict[str, dict] | None = None, target: str = "var") -> list[Sub]:
     """The rows of a regret sub-claim (``kind`` "beats" or "on_par"): every variant x statistic.
     Verdicts here are the unadjusted ones; :func:`adjust` decides them within the claim."""
     if kind == "beats":
@@ -307,9 +310,9 @@ def _regret_subs(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str, 
                 "not reproduced on non-equivalence at the margin")
         tests = _on_par_tests
     rows = []
-    for variant, merged, pair_note in variants(cells, problem, a, b, "var", named):
+    for variant, merged, pair_note in variants(cells, problem, a, b, target, named):
         for statistic, what in STATISTICS.items():
-            data = _data_text(problem, a, b, merged, what)
+            data = _data_text(problem, a, b, merged, what, target)
             if merged.empty:
                 rows.append(Sub(claim, problem, f"{a} vs {b}", statistic, variant, NOT_RUN, 0, float("nan"),
                                 "", float("nan"), test, data, pair_note, kind))
@@ -333,24 +336,25 @@ def _tested(claim: str, problem: str, comparison: str, statistic: str, variant: 
 
 
 def beats(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
-          named: dict[str, dict] | None = None) -> list[Sub]:
-    """Sub-claim "``a`` has lower log10 regret than ``b`` on ``problem``", every variant and statistic."""
-    return _regret_subs(cells, claim, problem, a, b, "beats", named)
+          named: dict[str, dict] | None = None, target: str = "var") -> list[Sub]:
+    """Sub-claim "``a`` has lower log10 regret than ``b`` on ``problem``" (the regret of the risk
+    measure ``target``), every variant and statistic."""
+    return _regret_subs(cells, claim, problem, a, b, "beats", named, target)
 
 
 def on_par(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
-           named: dict[str, dict] | None = None) -> list[Sub]:
+           named: dict[str, dict] | None = None, target: str = "var") -> list[Sub]:
     """Sub-claim "``a`` and ``b`` reach log10 regrets within +-margin of each other"."""
-    return _regret_subs(cells, claim, problem, a, b, "on_par", named)
+    return _regret_subs(cells, claim, problem, a, b, "on_par", named, target)
 
 
 def cheaper(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
-            named: dict[str, dict] | None = None) -> list[Sub]:
+            named: dict[str, dict] | None = None, target: str = "var") -> list[Sub]:
     """Sub-claim "``a``'s median per-iteration acquisition time is lower than ``b``'s", every variant."""
     test = "Wilcoxon signed-rank on log10 per-cell median t_acq_s, paired by seed, one-sided (A lower)"
     rows = []
-    for variant, merged, pair_note in variants(cells, problem, a, b, "var", named):
-        data = _data_text(problem, a, b, merged, "per-iteration acquisition time")
+    for variant, merged, pair_note in variants(cells, problem, a, b, target, named):
+        data = _data_text(problem, a, b, merged, "per-iteration acquisition time", target)
         if merged.empty:
             rows.append(Sub(claim, problem, f"{a} vs {b}", "time", variant, NOT_RUN, 0, float("nan"), "",
                             float("nan"), test, data, pair_note, "cheaper"))
@@ -445,7 +449,7 @@ def _comparison_subs(frame: pd.DataFrame, cells: pd.DataFrame, claim: str, compa
         return _cheaper_subs(cells, claim, comparison, named)
     test = beats if comparison.kind == "beats" else on_par
     return [row for p in comparison.problems
-            for row in test(cells, claim, p, comparison.a, comparison.b, named)]
+            for row in test(cells, claim, p, comparison.a, comparison.b, named, comparison.target)]
 
 
 def _cheaper_subs(cells: pd.DataFrame, claim: str, comparison: Comparison,
@@ -458,7 +462,7 @@ def _cheaper_subs(cells: pd.DataFrame, claim: str, comparison: Comparison,
     for p in problems:
         ran = [a for a in comparison.a if ((cells["problem"] == p) & (cells["arm"] == a)).any()]
         for a in ran or [comparison.a[-1]]:
-            subs += cheaper(cells, claim, p, a, b, named)
+            subs += cheaper(cells, claim, p, a, b, named, comparison.target)
     if not problems:
         names = " | ".join(comparison.a)
         subs.append(Sub(claim, "(every problem)", f"{names} vs {b}", "time", DEFAULT_VARIANT,

@@ -137,7 +137,7 @@ LEGEND_FONTSIZE = 8
 KEY_FONTSIZE = 7.5
 
 
-def _legend_and_key(fig, handles: list, labels: list[str], key_lines: list[str], width_in: float,
+def legend_and_key(fig, handles: list, labels: list[str], key_lines: list[str], width_in: float,
                     panels_height_in: float, suptitle: str) -> None:
     """Put one legend for the whole figure and the key table under the panels, as many legend
     columns as fit the width, grow the figure by the height they take, and lay the panels out in
@@ -177,11 +177,11 @@ def _legend_and_key(fig, handles: list, labels: list[str], key_lines: list[str],
     if key is not None:
         key.set_position((0.5, (key_h + _PAD_IN / 2) / height))
     if suptitle:
-        _suptitle(fig, suptitle, width_in)
+        fit_suptitle(fig, suptitle, width_in)
     fig.tight_layout(rect=(0.0, bottom_in / height, 1.0, 1.0))
 
 
-def _suptitle(fig, text: str, width_in: float) -> None:
+def fit_suptitle(fig, text: str, width_in: float) -> None:
     """The figure's title, wrapped until it fits ``width_in`` inches (measured on the renderer)."""
     renderer = fig.canvas.get_renderer()
     chars = len(text)
@@ -252,7 +252,7 @@ def layout_problems(fig) -> list[str]:
     return problems
 
 
-def _save(fig, out: Path, name: str) -> dict[str, Path]:
+def save_figure(fig, out: Path, name: str) -> dict[str, Path]:
     problems = layout_problems(fig)
     if problems:  # drawn anyway (a figure is better than none); the tests keep this empty
         warnings.warn(f"{name}: " + "; ".join(problems[:3]), stacklevel=2)
@@ -382,7 +382,7 @@ def _regret_figure(keys: list[tuple[str, float, str] | None], titles: list[str],
     for ax in list(axes.flat)[len(keys):]:
         ax.set_visible(False)
     handles, labels, key_lines = _legend_entries(lines, styles)
-    _legend_and_key(fig, handles, labels, key_lines, width, height, title)
+    legend_and_key(fig, handles, labels, key_lines, width, height, title)
     return fig
 
 
@@ -430,7 +430,7 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, styles: dict[tuple
         empty = ["not run" if p in planned_problems else "not in this grid" for p in spec.problems]
         fig = _regret_figure(keys, list(spec.problems), spec.shape, bands, styles,
                              spec.target == WORST_CASE.name, ylabels, title, expected=expected, empty=empty)
-        drawn.append((spec.name, title, _save(fig, out, spec.name)))
+        drawn.append((spec.name, title, save_figure(fig, out, spec.name)))
     other = panels.loc[panels["figure"] == OTHER].sort_values("position")
     if not other.empty:
         n = len(other)
@@ -439,7 +439,7 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, styles: dict[tuple
         title = "Other settings (log10 regret or worst-case regret, 70% band)"
         fig = _regret_figure(keys, [k[0] for k in keys], (int(np.ceil(n / cols)), cols), bands, styles, True,
                              [regret_label(k[2], k in best_found) for k in keys], title)
-        drawn.append((OTHER, title, _save(fig, out, OTHER)))
+        drawn.append((OTHER, title, save_figure(fig, out, OTHER)))
     return drawn
 
 
@@ -463,10 +463,10 @@ def value_figure(bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle]
                          [f"true {VALUE_NAMES.get(k[2], 'worst case')} of the recommendation" for k in keys],
                          title,
                          show_floor=False)  # a value, not a regret: no floor
-    return BEST_VALUE, title, _save(fig, out, BEST_VALUE)
+    return BEST_VALUE, title, save_figure(fig, out, BEST_VALUE)
 
 
-def _log_ticks(ax) -> None:
+def log_ticks(ax) -> None:
     """A log x axis with labels that never collide: decades only, or 1-2-5 within them when the data
     span less than two decades (matplotlib would label the minor ticks then, and they overlap), on
     at least a decade (a narrower span leaves matplotlib to pick linear ticks with long labels)."""
@@ -514,7 +514,7 @@ def timing_figure(timing: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyl
             err = np.vstack([med - rows[f"{prefix}_q25"].to_numpy(), rows[f"{prefix}_q75"].to_numpy() - med])
             handles.append(ax.errorbar(med, y, xerr=np.clip(err, 0, None), fmt=style.marker,
                                        color=style.colour, markersize=4, capsize=2, linestyle="none"))
-        _log_ticks(ax)
+        log_ticks(ax)
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels if ax is axes.flat[0] else [""] * len(labels), fontsize=8)
         ax.set_ylim(len(labels) - 0.5, -0.5)
@@ -522,8 +522,8 @@ def timing_figure(timing: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyl
         ax.grid(True, alpha=0.3, which="both", axis="x")
     key_lines = list(dict.fromkeys(_key_line(styles[s], s[0]) for s in series if styles[s].key))
     title = "Timing: median and interquartile range (log scale)"
-    _legend_and_key(fig, handles, [styles[s].label for s in series], key_lines, width, panels_height, title)
-    return "fig_timing", title, _save(fig, out, "fig_timing")
+    legend_and_key(fig, handles, [styles[s].label for s in series], key_lines, width, panels_height, title)
+    return "fig_timing", title, save_figure(fig, out, "fig_timing")
 
 
 def complexity_figure(points: pd.DataFrame, slopes: pd.DataFrame, out: Path, name: str, title: str
@@ -566,6 +566,6 @@ def complexity_figure(points: pd.DataFrame, slopes: pd.DataFrame, out: Path, nam
             ax.grid(True, alpha=0.3, which="both")
             if fixed_values:
                 ax.legend(fontsize=6, title="slope [95% CI]", title_fontsize=6)
-    _suptitle(fig, title, fig.get_size_inches()[0])
+    fit_suptitle(fig, title, fig.get_size_inches()[0])
     fig.tight_layout()
-    return name, title, _save(fig, out, name)
+    return name, title, save_figure(fig, out, name)

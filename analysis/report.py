@@ -177,16 +177,18 @@ class Document:
 # the report
 
 
-def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR, study: Study | None = None
-                 ) -> dict[str, Path]:
+def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR, study: Study | None = None,
+                 also: tuple[Path, ...] = ()) -> dict[str, Path]:
     """Write every output of the report for ``results`` into ``out``; returns the paths by name.
-    ``study``: the study whose claims are tested (default: :func:`results_study`).
+    ``study``: the study whose claims are tested (default: :func:`results_study` of ``results``, else
+    of the first folder of ``also`` that has one). ``also``: folders compared with, not rerun
+    (:func:`read_frame`).
 
     Raises :class:`~analysis.data.NegativeRegretError` when a stored regret is below -1e-9.
     """
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    frame, metas, duplicates = read_frame(results, floor)
+    frame, metas, duplicates = read_frame(results, floor, also)
     timings = read_timings(results)
     if frame.empty and timings.empty:
         raise ValueError(f"{results} holds no finished cells (no *.parquet outside '_'/'.' folders)")
@@ -194,7 +196,12 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR, study: 
     doc = Document(f"varbo-bench report: {results}")
     paths: dict[str, Path] = {}
     n_cells = 0
-    study = study if study is not None else results_study(results)
+    if study is None:
+        found = [results_study(folder) for folder in (results, *also)]
+        study = next((s for s in found if s is not NO_STUDY), NO_STUDY)
+    for folder in also:
+        doc.para(f"Compared with the rows of {folder} (read, not rerun); a cell of both counts once, "
+                 f"from {results}.")
     if not frame.empty:
         if not duplicates.empty:
             print(f"analysis.report: {len(duplicates)} cell(s) stored twice with identical rows are counted "
@@ -209,14 +216,26 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR, study: 
     return paths
 
 
-def read_frame(results: Path, floor: float = DEFAULT_FLOOR) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+def read_frame(results: Path, floor: float = DEFAULT_FLOOR, also: tuple[Path, ...] = ()
+               ) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
     """The BO rows of ``results`` as the report uses them (one file per cell, regret against the best
     found where no optimum is known, checked, with ``log10_regret``), the cells' metadata by spec
-    hash, and the cells stored twice with identical rows (counted once)."""
+    hash, and the cells stored twice with identical rows (counted once).
+
+    ``also``: folders whose rows join the comparison without being part of ``results`` (published
+    rows, read, not rerun); a cell they share with ``results`` (same spec hash) counts once, from
+    ``results``. The metadata returned is ``results``' own."""
     frame, metas = load_results(results)
+    every = dict(metas)
+    for folder in also:
+        other, other_metas = load_results(folder)
+        if not other.empty:
+            other = other.loc[~other["spec_hash"].isin(set(frame.get("spec_hash", ())))]
+            frame = pd.concat([f for f in (frame, other) if not f.empty], ignore_index=True)
+        every = {**other_metas, **every}
     duplicates = pd.DataFrame()
     if not frame.empty:
-        frame, duplicates = drop_duplicate_cells(frame, metas)
+        frame, duplicates = drop_duplicate_cells(frame, every)
         frame = regret_against_best_found(normalise(frame))
         check_regret(frame)
         frame = with_log_regret(frame, floor)
@@ -687,6 +706,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="report folder (default RESULTS/_report; for a URI, ./<name>-report)")
     parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
                         help=f"regret at or below this is drawn and tested at it (default {DEFAULT_FLOOR:g})")
+    parser.add_argument("--with", dest="also", action="append", default=[], metavar="FOLDER",
+                        help="compare with the rows of another results folder (a published one: read, "
+                             "not rerun); repeatable; its study is used when RESULTS has none")
     parser.add_argument("--study", default=None, metavar="NAME",
                         help="the study whose claims are tested: an installed study's name or an import "
                              "path MODULE:ATTR (default: the one the folder's grid belongs to, if any)")
@@ -700,9 +722,15 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"analysis.report: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    if not args.results.is_dir():
-        print(f"analysis.report: error: {args.results} is not a folder", file=sys.stderr)
+    try:
+        args.also = tuple(location(folder) for folder in args.also)
+    except ValueError as error:
+        print(f"analysis.report: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    for folder in (args.results, *args.also):
+        if not folder.is_dir():
+            print(f"analysis.report: error: {folder} is not a folder", file=sys.stderr)
+            return EXIT_USAGE
     if not args.floor > 0:
         print(f"analysis.report: error: --floor must be positive, got {args.floor}", file=sys.stderr)
         return EXIT_USAGE
@@ -724,7 +752,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return EXIT_USAGE
     try:
-        build_report(args.results, out, args.floor, study)
+        build_report(args.results, out, args.floor, study, args.also)
     except (NegativeRegretError, DuplicateCellError) as error:  # the folder's data, not the command
         print(f"analysis.report: error: {error}", file=sys.stderr)
         return EXIT_NEGATIVE_REGRET

@@ -43,12 +43,14 @@ ENTRY_POINTS = "varbo.studies"
 
 @dataclass(frozen=True)
 class PairComparison:
-    """Sub-claims comparing algorithm ``a`` with algorithm ``b``, one per problem of ``problems``;
-    ``kind`` names the test (a subclass's)."""
+    """Sub-claims comparing algorithm ``a`` with algorithm ``b``, one per problem of ``problems``,
+    on the regret of the risk measure ``target`` (the cells run with ``risk = target``; VaR by
+    default); ``kind`` names the test (a subclass's)."""
 
     problems: tuple[str, ...]
     a: str
     b: str
+    target: str = "var"
     kind: ClassVar[str] = ""
 
 
@@ -80,6 +82,7 @@ class Cheaper:
     problems: tuple[str, ...]
     a: tuple[str, ...]
     b: str
+    target: str = "var"
     kind = "cheaper"
 
 
@@ -253,7 +256,7 @@ def study_from_toml(path: Path, check: bool = True) -> Study:
         id = "M1"
         statement = "my method beats V-UCB Prob on Branin"
         comparisons = [{ kind = "beats", problems = ["branin-1-1-discrete"],
-                         a = "my_package.algo:Mine", b = "vucb-prob" }]
+                         a = "my_package.algo:Mine", b = "vucb-prob" }]   # target = "cvar": CVaR regret
 
         [[figures]]                              # optional; panels of no figure go to "other"
         name = "fig_mine"
@@ -263,7 +266,8 @@ def study_from_toml(path: Path, check: bool = True) -> Study:
         target = "var"
         series = ["vucb-prob", "my_package.algo:Mine"]
 
-    ``kind`` is one of :data:`KINDS`; ``problems`` may be empty for ``cheaper`` (every problem where
+    ``kind`` is one of :data:`KINDS`; a comparison's optional ``target`` names the risk measure whose
+    regret it compares (``var`` by default); ``problems`` may be empty for ``cheaper`` (every problem where
     ``b`` ran), whose ``a`` may be a list. Grids are kept as their tables and built by the grid
     parser (:func:`harness.grid.parse_grid`) when run. One-line ``ValueError`` for anything wrong.
     """
@@ -341,7 +345,8 @@ def _claim(data: object, i: int) -> Claim:
         comparisons.append(KINDS[kind](_names(c.get("problems", []), f"{where}, comparison {j}: problems"),
                                        a if kind == "cheaper" else _one(a, f"{where}, comparison {j}: a"),
                                        _one(_names(c.get("b"), f"{where}, comparison {j}: b"),
-                                            f"{where}, comparison {j}: b")))
+                                            f"{where}, comparison {j}: b"),
+                                       _text(c.get("target", "var"), f"{where}, comparison {j}: target")))
     if not comparisons:
         raise ValueError(f"{where} has no comparisons")
     return Claim(_text(data.get("id", f"C{i}"), f"{where}: id"),
@@ -373,6 +378,9 @@ def check_study(study: Study, where: str | None = None) -> Study:
     where = where or study.name
     for claim in study.claims:
         for c in claim.comparisons:
+            if c.target not in RISK_MEASURES:
+                raise ValueError(f"study {where}, claim {claim.id}: unknown risk measure {c.target!r}; "
+                                 f"valid: {', '.join(RISK_MEASURES)}")
             for problem in c.problems:
                 _known(problem, PROBLEMS, "problem", f"study {where}, claim {claim.id}")
             for algorithm in (*(c.a if isinstance(c.a, tuple) else (c.a,)), c.b):

@@ -197,7 +197,9 @@ def _study_grids(study: str, check: bool) -> dict[str, Callable[[], Grid]]:
 # grid files
 
 _TOP_KEYS = {"name", "seeds", "iterations", "alpha", "options", "gp", "risk", "cells"}
-_BLOCK_KEYS = {"problems", "algorithms", "seeds", "iterations", "alpha", "options", "gp", "risk"}
+_BLOCK_KEYS = {"problems", "algorithms", "seeds", "iterations", "alpha", "options", "gp", "risk", "like"}
+#: Keys a ``like`` block takes from the grid it names instead.
+_LIKE_FIXED = ("iterations", "alpha", "gp", "risk")
 
 
 #: Caps that turn a typo (``seeds = 100000000``) into a one-line error instead of a MemoryError.
@@ -376,6 +378,8 @@ def _block_cells(block: dict, defaults: dict, where: str, room: int) -> list[Cel
     if unknown:
         raise GridError(f"{where}: unknown key {sorted(unknown)[0]!r}; "
                         f"valid: {', '.join(sorted(_BLOCK_KEYS))}")
+    if "like" in block:
+        return _like_cells(block, defaults, where, room)
     for key in ("problems", "algorithms"):
         if key not in block:
             raise GridError(f"{where}: missing key {key!r}")
@@ -401,6 +405,45 @@ def _block_cells(block: dict, defaults: dict, where: str, room: int) -> list[Cel
             for chosen in sets[algorithm]:
                 _check_options(problem, algorithm, chosen, where, risk)
                 cells += cell_block([problem], [algorithm], seeds, iterations, alpha, chosen, gp, risk)
+    return cells
+
+
+def _like_cells(block: dict, defaults: dict, where: str, room: int) -> list[CellSpec]:
+    """The cells of a ``like = "GRID"`` block: for every setting (problem, risk measure, alpha, T,
+    GP profile) of the named grid's BO cells, with that grid's seeds there (or the block's
+    ``seeds``), a cell of each of the block's algorithms that optimizes the setting's measure, with
+    the block's options; ``problems`` restricts the settings. :class:`GridError` if bad."""
+    name = block["like"]
+    grids = named_grids()
+    if not isinstance(name, str) or name not in grids:
+        raise GridError(f"{where}: like must name a grid ({', '.join(grids)}), got {name!r}")
+    fixed = [k for k in _LIKE_FIXED if k in block]
+    if fixed:
+        raise GridError(f"{where}: {fixed[0]!r} comes from grid {name!r} (like); leave it out")
+    if "algorithms" not in block:
+        raise GridError(f"{where}: missing key 'algorithms'")
+    algorithms = _names(block["algorithms"], ALGORITHMS, "algorithm", where)
+    wanted = set(_names(block["problems"], PROBLEMS, "problem", where)) if "problems" in block else None
+    settings: dict[tuple, list[int]] = {}
+    for c in grids[name]().cells:
+        if c.kind == "bo" and (wanted is None or c.problem in wanted):
+            settings.setdefault((c.problem, c.risk, c.alpha, c.iterations, c.gp), []).append(c.seed)
+    if not settings:
+        raise GridError(f"{where}: grid {name!r} has no BO cell" + (" on those problems" if wanted else ""))
+    options = {**defaults["options"], **_options(block.get("options", {}), where)}
+    cells: list[CellSpec] = []
+    for algorithm in algorithms:
+        mine = [(key, seeds) for key, seeds in settings.items() if _optimizes(algorithm, key[1])]
+        if not mine:
+            raise GridError(f"{where}: {algorithm} optimizes none of the risk measures of grid {name!r}")
+        for (problem, risk, alpha, iterations, gp), seeds in mine:
+            seeds = _seeds(block["seeds"], where) if "seeds" in block else sorted(set(seeds))
+            for chosen in option_sets(options, algorithm, where):
+                _check_options(problem, algorithm, chosen, where, risk)
+                cells += [CellSpec.make(problem, algorithm, seed, iterations, alpha, chosen, gp=gp, risk=risk)
+                          for seed in seeds]
+            if len(cells) > room:
+                raise GridError(f"the grid has more than {MAX_CELLS} cells")
     return cells
 
 

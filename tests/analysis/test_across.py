@@ -30,9 +30,11 @@ def test_a_profile_is_the_fraction_of_runs_at_or_below_tau_averaged_over_problem
     table = across.profile_table(_cells(spec), "random", points=31)
     good = table.loc[table["algorithm"] == "good"]
     for tau, fraction in zip(good["tau"], good["fraction"], strict=True):
-        by_problem = [np.mean(spec[(p, "good")] - np.median(spec[(p, "random")]) <= tau) for p in ("p1", "p2")]
+        by_problem = [np.mean(spec[(p, "good")] - np.median(spec[(p, "random")]) <= tau)
+                      for p in ("p1", "p2")]
         assert fraction == pytest.approx(np.mean(by_problem))
-    assert (good["low"] <= good["fraction"] + 1e-12).all() and (good["fraction"] <= good["high"] + 1e-12).all()
+    assert (good["low"] <= good["fraction"] + 1e-12).all()
+    assert (good["fraction"] <= good["high"] + 1e-12).all()
     assert good["fraction"].iloc[0] == 0.0 and good["fraction"].iloc[-1] == 1.0  # the grid spans every run
     assert set(good["n_runs"]) == {20} and set(good["n_problems"]) == {2}
 
@@ -103,8 +105,8 @@ def _frame(seconds: dict[tuple[str, int], list[float]]) -> pd.DataFrame:
     rows = []
     for (algorithm, seed), values in seconds.items():
         for t, acq in enumerate([None, *values]):
-            rows.append({"problem": "p", "target": "var", "options": "{}", "algorithm": algorithm, "alpha": 0.1,
-                         "iterations": len(values), "seed": seed, "iteration": t,
+            rows.append({"problem": "p", "target": "var", "options": "{}", "algorithm": algorithm,
+                         "alpha": 0.1, "iterations": len(values), "seed": seed, "iteration": t,
                          "t_acq_s": acq, "t_fit_s": 0.5, "t_rec_s": None, "t_eval_s": 0.0,
                          "log10_regret": -float(seed) - t})
     return pd.DataFrame(rows)
@@ -131,8 +133,9 @@ def test_a_study_that_asks_for_them_gets_the_section_its_tables_and_its_figures(
         level = {"random": 0.0, "a": -1.0, "b": -0.5}[algorithm] + RNG.normal(0, 0.3)
         for t in range(4):
             rows.append({"problem": problem, "target": "var", "options": "{}", "algorithm": algorithm,
-                         "alpha": 0.1, "iterations": 3, "seed": seed, "iteration": t, "t_acq_s": 0.1 * (t > 0),
-                         "t_fit_s": 0.2, "t_rec_s": 0.01, "t_eval_s": 0.0, "log10_regret": level - 0.1 * t})
+                         "alpha": 0.1, "iterations": 3, "seed": seed, "iteration": t,
+                         "t_acq_s": 0.1 * (t > 0), "t_fit_s": 0.2, "t_rec_s": 0.01, "t_eval_s": 0.0,
+                         "log10_regret": level - 0.1 * t})
     doc, paths = Document("t"), {}
     across_part(doc, pd.DataFrame(rows), Study("s", baseline="random", across_problems=True), tmp_path, paths)
     for name in ("fig_profiles.png", "fig_ranks.png", "fig_cost_quality.png", "across_pairs.csv",

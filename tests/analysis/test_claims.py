@@ -310,3 +310,34 @@ def test_the_reduced_search_effort_is_named_as_such() -> None:
         "rhokg-apx-released, beta=authors, reduced effort")
     partly = variant_label({}, {**effort, "maxiter": 50}, named)
     assert partly == "maxiter=50, raw_per_restart=10, restarts_per_dim=2"
+
+
+def test_a_claim_on_cvar_reads_the_cvar_cells_and_names_the_measure() -> None:
+    """The same pair run at both measures: a CVaR claim decides on the CVaR cells alone (A wins
+    there and loses on VaR), and a VaR claim on the VaR cells."""
+    from analysis.study import Beats, Claim, Study
+
+    study = Study("t", claims=(Claim("V", "var", (Beats(("branin-1-1-discrete",), "cvucb", "random"),)),
+                               Claim("W", "cvar", (Beats(("branin-1-1-discrete",), "cvucb", "random",
+                                                         target="cvar"),))))
+    frame = with_log_regret(pd.concat([
+        _cells("branin-1-1-discrete", "cvucb", BASE - 1.0, target="cvar"),
+        _cells("branin-1-1-discrete", "random", BASE, target="cvar"),
+        _cells("branin-1-1-discrete", "cvucb", BASE + 1.0),
+        _cells("branin-1-1-discrete", "random", BASE)], ignore_index=True))
+    table = claims_table(frame, study)
+    final = table.loc[table["statistic"] == "final"].set_index("claim")
+    assert final.loc["W", "verdict"] == REPRODUCED and "of CVaR" in final.loc["W", "data"]
+    assert final.loc["V", "verdict"] == NOT_REPRODUCED and "CVaR" not in final.loc["V", "data"]
+
+
+def test_a_toml_claim_names_its_measure_and_an_unknown_one_is_refused(tmp_path) -> None:
+    from analysis.study import study_from_toml
+
+    text = ('name = "t"\n[[claims]]\nid = "W"\ncomparisons = [{ kind = "beats", problems = '
+            '["branin-1-1-discrete"], a = "cvucb", b = "random", target = "%s" }]\n')
+    (tmp_path / "ok.toml").write_text(text % "cvar")
+    assert study_from_toml(tmp_path / "ok.toml").claims[0].comparisons[0].target == "cvar"
+    (tmp_path / "bad.toml").write_text(text % "cvr")
+    with pytest.raises(ValueError, match="unknown risk measure 'cvr'"):
+        study_from_toml(tmp_path / "bad.toml")

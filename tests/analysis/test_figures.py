@@ -113,13 +113,13 @@ def _series_bands(problems: tuple[str, ...], target: str, alpha: float, series: 
 def _collect(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
     """Record the layout problems of every figure as it is saved."""
     found: dict[str, list[str]] = {}
-    save = figures_module._save
+    save = figures_module.save_figure
 
     def checked(fig, out: Path, name: str) -> dict[str, Path]:
         found[name] = layout_problems(fig)
         return save(fig, out, name)
 
-    monkeypatch.setattr(figures_module, "_save", checked)
+    monkeypatch.setattr(figures_module, "save_figure", checked)
     return found
 
 
@@ -243,13 +243,13 @@ def test_a_panel_lacks_only_what_the_folders_grid_planned_there(tmp_path: Path, 
     grid = {"cells": [{"problem": p, "algorithm": a} for p in spec.problems for a, _ in series]
             + [{"problem": "robot-push-3-2", "algorithm": "vucb-unif", "risk": "var"}]}
     titles: dict[str, list[str]] = {}
-    save = figures_module._save
+    save = figures_module.save_figure
 
     def keep_titles(fig, out: Path, name: str) -> dict[str, Path]:
         titles[out.name] = [ax.get_title() for ax in fig.axes if ax.get_visible()]
         return save(fig, out, name)
 
-    monkeypatch.setattr(figures_module, "_save", keep_titles)
+    monkeypatch.setattr(figures_module, "save_figure", keep_titles)
     for planned, folder in ((planned_series(grid), "grid"), (None, "none")):
         (tmp_path / folder).mkdir()
         regret_figures(bands, panels, styles, tmp_path / folder, figures=(spec,), planned=planned)
@@ -279,13 +279,13 @@ def test_a_grid_with_some_problems_of_a_figure_says_which_it_never_planned(tmp_p
     bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
     grid = {"cells": [{"problem": "hartmann-1-2-discrete", "algorithm": "vucb-prob", "risk": "var"}]}
     texts: dict[str, list[str]] = {}
-    save = figures_module._save
+    save = figures_module.save_figure
 
     def keep_texts(fig, out: Path, name: str) -> dict[str, Path]:
         texts[f"{out.name}/{name}"] = sorted(t.get_text() for ax in fig.axes for t in ax.texts)
         return save(fig, out, name)
 
-    monkeypatch.setattr(figures_module, "_save", keep_texts)
+    monkeypatch.setattr(figures_module, "save_figure", keep_texts)
     for planned, folder in ((planned_series(grid), "grid"), (None, "none")):
         (tmp_path / folder).mkdir()
         regret_figures(bands, panels, series_styles(series, STUDY.colours), tmp_path / folder,

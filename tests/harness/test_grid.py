@@ -360,3 +360,39 @@ def test_a_lock_held_by_another_users_process_is_not_stale(tmp_path: Path,
     code = main(["--grid", "smoke", "--only", "branin-1-1-discrete/random/seed0 T=*", "--out", str(out),
                  "--iterations", "0", "--no-progress"])
     assert code == 2 and "pid 424242" in capsys.readouterr().err
+
+
+def test_a_like_block_takes_the_settings_and_seeds_of_the_named_grid() -> None:
+    """``like = "suite"``: the suite's cells (problem, measure, alpha, T, GP, seeds), written out
+    again here from the suite's grid, for the block's algorithm; the measures it does not optimize
+    are left out, and the block's ``problems`` and ``seeds`` narrow it."""
+    from harness.grid import parse_grid
+
+    suite = resolve_grid("suite").cells
+    expected = {(c.problem, c.risk, c.alpha, c.iterations, c.gp, c.seed) for c in suite if c.kind == "bo"}
+    cells = parse_grid({"cells": [{"like": "suite", "algorithms": ["random"]}]}, "mine").cells
+    assert {(c.problem, c.risk, c.alpha, c.iterations, c.gp, c.seed) for c in cells} == expected
+    assert {c.algorithm for c in cells} == {"random"} and len(cells) == len(expected)
+    # V-UCB Prob optimizes VaR only: the suite's VaR settings (Branin-Williams)
+    cells = parse_grid({"cells": [{"like": "suite", "algorithms": ["vucb-prob"]}]}, "mine").cells
+    assert {(c.problem, c.risk) for c in cells} == {(p, r) for p, r, *_ in expected if r == "var"}
+    narrow = parse_grid({"cells": [{"like": "suite", "algorithms": ["random"], "problems": ["yacht-5-1"],
+                                    "seeds": [0, 1], "options": {}}]}, "mine").cells
+    yacht_t = next(c.iterations for c in suite if c.problem == "yacht-5-1")
+    assert [(c.problem, c.seed, c.iterations) for c in narrow] == [("yacht-5-1", 0, yacht_t),
+                                                                    ("yacht-5-1", 1, yacht_t)]
+
+
+@pytest.mark.parametrize(("block", "message"), [
+    ({"like": "nope", "algorithms": ["random"]}, "like must name a grid"),
+    ({"like": "suite", "algorithms": ["random"], "iterations": 5}, "'iterations' comes from grid 'suite'"),
+    ({"like": "suite"}, "missing key 'algorithms'"),
+    ({"like": "suite", "algorithms": ["vucb-unif"], "problems": ["yacht-5-1"]},
+     "vucb-unif optimizes none of the risk measures of grid 'suite'"),
+    ({"like": "suite", "algorithms": ["random"], "problems": ["branin-1-1-discrete"]}, "has no BO cell"),
+])
+def test_a_bad_like_block_is_one_line(block: dict, message: str) -> None:
+    from harness.grid import parse_grid
+
+    with pytest.raises(GridError, match=re.escape(message)):
+        parse_grid({"cells": [block]}, "mine")

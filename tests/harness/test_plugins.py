@@ -134,3 +134,43 @@ def test_the_optimum_of_an_own_problem_is_searched_on_request() -> None:
     assert entry["lower_bound"] is True and "Optimum(var=" in found.stdout
     bad = _run("-m", "problems", "--search-optimum", "toy_plugin:missing")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+
+
+LIKE_SUITE = """[[cells]]
+like = "suite"
+algorithms = [{algorithms}]
+problems = ["yacht-5-1"]
+seeds = [0, 1]
+"""
+
+
+@pytest.mark.slow
+def test_an_own_method_is_compared_with_published_rows_without_rerunning_them(tmp_path: Path) -> None:
+    """The documented path of ``docs/how-to/compare-with-suite.md`` on one problem and two seeds: a
+    stand-in publication (random search at the suite's settings), the toy method's cells from a
+    ``like = "suite"`` grid, and the report of the toy's folder ``--with`` the publication: the
+    suite's study decides its claims on both folders' rows, and nothing of the publication is run
+    again (about 40 s: two Ray grids of two 60-iteration cells and a report)."""
+    published, mine = tmp_path / "published", tmp_path / "mine"
+    for folder, algorithms in ((published, '"random"'), (mine, '"toy_plugin:SuiteToy"')):
+        grid_file = tmp_path / f"{folder.name}.toml"
+        grid_file.write_text(LIKE_SUITE.format(algorithms=algorithms))
+        run = _run("-m", "harness.run", "--grid", str(grid_file), "--out", str(folder), "--num-cpus", "1",
+                   "--no-progress")
+        assert run.returncode == 0, run.stdout + run.stderr
+    before = {p: p.stat().st_mtime_ns for p in result_files(published)}
+    assert {p.parent.name for p in result_files(mine)} == {"toy_plugin:SuiteToy"}
+    report = _run("-m", "analysis.report", str(mine), "--with", str(published), "--out", str(tmp_path / "r"),
+                  cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert {p: p.stat().st_mtime_ns for p in result_files(published)} == before
+    finals = pd.read_csv(tmp_path / "r" / "final_regret.csv")
+    assert sorted(set(finals["algorithm"])) == ["random", "toy_plugin:SuiteToy"]
+    assert sorted(finals["seed"]) == [0, 0, 1, 1]
+    pairs = pd.read_csv(tmp_path / "r" / "across_pairs.csv")  # the suite study asks for these views
+    assert {frozenset((a, b)) for a, b in zip(pairs["a"], pairs["b"], strict=True)} == {
+        frozenset(("random", "toy_plugin:SuiteToy"))}
+    claims = pd.read_csv(tmp_path / "r" / "claims.csv")
+    assert set(claims["claim"]) >= {"S1", "S3", "S4"}  # the suite's claims, not run on this data
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert f"Compared with the rows of {published}" in html

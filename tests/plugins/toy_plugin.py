@@ -84,3 +84,17 @@ class NoName(Algorithm):
 
 #: Not a problem at all.
 not_a_problem = 42
+
+
+class SuiteToy(Algorithm):
+    """A researcher's method for the suite's problems (``docs/how-to/compare-with-suite.md``): random
+    x and z (any kind of Z), for VaR and CVaR cells, recommending by the shared rule (the observed x
+    whose posterior mean has the best exact value of the cell's risk measure)."""
+
+    name = "suite-toy"
+    risks = frozenset({"var", "cvar"})
+
+    def propose(self, model, t: int) -> Proposal:
+        x = torch.rand(self.problem.d_x, generator=self.rng, dtype=torch.float64)
+        z = self.problem.z.sample(1, self.rng)[0]
+        return Proposal(x, z, info={"draw": t})
