@@ -126,12 +126,16 @@ def _seeds_text(seeds: Iterable[int]) -> str:
     return ",".join(map(str, seeds))
 
 
-def cell_values(frame: pd.DataFrame, aliases: dict[str, str] | None = None) -> pd.DataFrame:
+def cell_values(frame: pd.DataFrame, aliases: dict[str, str] | None = None,
+                reduced: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per cell: its keys, ``final`` (final log10 regret), ``last10`` (mean log10 regret over
     its last :data:`LAST_ITERATIONS` iterations, iteration 0 excluded unless it is all there is),
     ``time`` (median t_acq_s over iterations >= 1), ``arm`` (the algorithm the claims know it as) and
     ``settings`` (canonical JSON of its non-default settings, ``algorithm`` for an alias).
-    ``aliases``: the study's algorithms that stand in for another one (:class:`analysis.study.Study`)."""
+    ``aliases``: the study's algorithms that stand in for another one (:class:`analysis.study.Study`).
+    ``reduced``: the study's algorithms run at their declared reduced effort (its
+    ``reduced_effort``): a cell of one whose options hold that effort counts as default (those
+    options are not settings), one without them is the variant ``effort=full``."""
     keys = ["problem", "target", "options", "algorithm", "alpha", "iterations", "seed"]
     frame = frame.copy()
     last = frame.groupby(keys, sort=False, dropna=False)["iteration"].transform("max")
@@ -152,13 +156,32 @@ def cell_values(frame: pd.DataFrame, aliases: dict[str, str] | None = None) -> p
         cells["time"] = np.nan
     aliases = aliases or {}
     cells["arm"] = cells["algorithm"].map(lambda a: aliases.get(a, a))
-    cells["settings"] = [_settings(o, a, aliases)
-                         for o, a in zip(cells["options"], cells["algorithm"], strict=True)]
+    efforts = {(a, p): _reduced_effort(aliases.get(a, a), p) for a, p in
+               set(zip(cells["algorithm"], cells["problem"], strict=True)) if aliases.get(a, a) in reduced}
+    keys = zip(cells["options"], cells["algorithm"], cells["problem"], strict=True)
+    cells["settings"] = [_settings(o, a, aliases, efforts.get((a, p))) for o, a, p in keys]
     return cells
 
 
-def _settings(options: str, algorithm: str, aliases: dict[str, str]) -> str:
+def _reduced_effort(algorithm: str, problem: str) -> dict:
+    """The reduced effort ``algorithm`` declares for ``problem``'s kind of Z ({} if none)."""
+    from harness.grid import smoke_options  # the engine's own rule, as the grids apply it
+    from problems import get_problem
+
+    try:
+        continuous = not get_problem(problem).z.is_discrete
+    except (KeyError, ValueError):
+        return {}
+    return smoke_options(algorithm, continuous) or {}
+
+
+def _settings(options: str, algorithm: str, aliases: dict[str, str], effort: dict | None = None) -> str:
     settings = json.loads(options)
+    if effort:  # the study runs this algorithm at its reduced effort: that is its default here
+        if all(settings.get(k) == v for k, v in effort.items()):
+            settings = {k: v for k, v in settings.items() if k not in effort}
+        else:
+            settings["effort"] = "full"
     if algorithm in aliases:
         settings["algorithm"] = algorithm
     return json.dumps(settings, sort_keys=True)
@@ -432,7 +455,7 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str, other
 def claims_table(frame: pd.DataFrame, study: Study) -> pd.DataFrame:
     """Every sub-claim of ``study``'s claims under every variant found, by every statistic, one row
     each (see the module docstring for the rules). ``frame``: all rows with ``log10_regret``."""
-    cells = cell_values(frame, study.aliases)
+    cells = cell_values(frame, study.aliases, study.reduced_effort)
     subs: list[Sub] = []
     for claim in study.claims:
         for comparison in claim.comparisons:

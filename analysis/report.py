@@ -60,6 +60,7 @@ from analysis.data import (
     regret_against_best_found,
     with_log_regret,
 )
+from analysis.effort import effort_table
 from analysis.figures import (
     assign_figures,
     colours,
@@ -342,12 +343,30 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     aggregate_section(doc, tables, study.baseline)
     if study.across_problems:
         across_part(doc, frame, study, out, paths)
+    if study.reduced_effort:
+        effort_part(doc, frame, study, out, paths)
     return int(status["n_done"])
+
+
+def effort_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, paths: dict[str, Path]) -> None:
+    """What the study's reduced effort changes (:mod:`analysis.effort`): its CSV and section."""
+    cells = claims_module.cell_values(frame, study.aliases, study.reduced_effort)
+    table = effort_table(frame, cells)
+    paths["effort.csv"] = out / "effort.csv"
+    _csv_ready(table).to_csv(paths["effort.csv"], index=False)
+    doc.heading("Effect of the reduced effort")
+    doc.para(f"This study runs {', '.join(study.reduced_effort)} at their declared reduced effort (their "
+             "cells at it are the default configuration above); a sample of cells ran at full effort too "
+             "(the variant effort=full). Per problem: the paired difference of final log10 regret, full - "
+             "reduced (negative: the full effort ends lower), a two-sided Wilcoxon signed-rank test of no "
+             f"difference, equivalence within +-{claims_module.EQUIVALENCE_MARGIN} log10 by TOST, and the "
+             "median ratio of seconds per iteration, full / reduced.")
+    doc.table(table, empty="No cell ran at both efforts.")
 
 
 def across_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, paths: dict[str, Path]) -> None:
     """The views across problems (:mod:`analysis.across`): their CSVs, figures and section."""
-    cells = claims_module.cell_values(frame, study.aliases)
+    cells = claims_module.cell_values(frame, study.aliases, study.reduced_effort)
     ranks, friedman, pairs = across.rank_tables(cells)
     tables = {"across_profiles": across.profile_table(cells, study.baseline), "across_ranks": ranks,
               "across_friedman": friedman, "across_pairs": pairs,
@@ -380,7 +399,7 @@ def across_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, pat
 def aggregate_tables(frame: pd.DataFrame, study: Study) -> dict[str, pd.DataFrame]:
     """The aggregate views of :mod:`analysis.aggregate`, by the name of their CSV (against the
     study's baseline where it names one)."""
-    cells = claims_module.cell_values(frame, study.aliases)
+    cells = claims_module.cell_values(frame, study.aliases, study.reduced_effort)
     return {"aggregate_iqm": iqm_table(cells), "aggregate_improvement": improvement_table(cells),
             "aggregate_relative": relative_iqm_table(cells, study.baseline)}
 

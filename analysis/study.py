@@ -182,6 +182,9 @@ class Study:
             exponents, method labels), or None.
         across_problems: the report draws the views across problems (:mod:`analysis.across`:
             performance profiles, ranks, cost against quality) for it.
+        reduced_effort: algorithms the study runs at their declared reduced effort
+            (``reduced_options``): their cells at that effort are its default configuration in the
+            claims and views, their cells at their defaults the variant ``effort=full``.
     """
 
     name: str
@@ -195,6 +198,7 @@ class Study:
     description: str = ""
     complexity: Complexity | None = None
     across_problems: bool = False
+    reduced_effort: tuple[str, ...] = ()
 
     def claim(self, claim_id: str) -> Claim:
         """The claim called ``claim_id``; one-line ``KeyError`` otherwise."""
@@ -234,7 +238,7 @@ def load_study(name: str, check: bool = True) -> Study:
 #: The comparisons by the ``kind`` a TOML study names them with.
 KINDS: dict[str, type] = {c.kind: c for c in (Beats, OnPar, SameQueries, Cheaper)}
 _STUDY_KEYS = {"name", "description", "baseline", "grids", "claims", "figures", "aliases", "colours",
-               "across_problems"}
+               "across_problems", "reduced_effort"}
 
 
 def study_from_toml(path: Path, check: bool = True) -> Study:
@@ -294,7 +298,8 @@ def study_from_toml(path: Path, check: bool = True) -> Study:
             aliases={str(k): _text(v, "aliases")
                      for k, v in _table(data.get("aliases", {}), "aliases").items()},
             colours={str(k): int(v) for k, v in _table(data.get("colours", {}), "colours").items()},
-            across_problems=_flag(data.get("across_problems", False), "across_problems"))
+            across_problems=_flag(data.get("across_problems", False), "across_problems"),
+            reduced_effort=_names(data.get("reduced_effort", []), "reduced_effort"))
     except (TypeError, ValueError, KeyError) as error:
         raise ValueError(f"study {path}: {str(error).strip(chr(39) + chr(34))}") from None
     return check_study(study, str(path)) if check else study

@@ -74,4 +74,6 @@ STUDY = Study(
              "rhokg-oneshot": 3, "rahbo": 8},
     description="The field's suite: BoRisk's and the CV-UCB paper's problems against the field's methods",
     across_problems=True,
+    # the suite's effort (studies.suite.grids.REDUCED): its cells at it are the default configuration
+    reduced_effort=("rhokg-apx", "rhokg-oneshot", "botorch-risk"),
 )

@@ -1,0 +1,45 @@
+"""What a study's reduced effort changes (issue 40 item 1): for each algorithm a study runs at its
+declared reduced effort (:attr:`analysis.study.Study.reduced_effort`) and also, on a sample of
+cells, at its full effort, the paired comparison of the two on each problem: the cells of one seed
+start from the same initial design and noise, so the paired difference of final log10 regret
+(full - reduced) measures the reduction alone. Tested as the claims are (:mod:`analysis.claims`):
+a two-sided Wilcoxon signed-rank test of "no difference", and equivalence within the claims'
+margin by TOST; with the median ratio of seconds per iteration (full / reduced)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.across import CELL_KEYS, iteration_seconds
+from analysis.claims import EQUIVALENCE_MARGIN
+from analysis.signed_rank import signed_rank_p, tost_p
+
+FULL = '{"effort": "full"}'
+COLUMNS = ["problem", "target", "algorithm", "n_seeds", "seeds", "median_d", "p_difference", "p_equivalent",
+           "time_ratio", "note"]
+
+
+def effort_table(frame: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
+    """One row per (problem, target, algorithm) with cells at both efforts: ``n_seeds`` paired,
+    ``median_d`` (final log10 regret, full - reduced: negative when the full effort ends lower),
+    ``p_difference`` (two-sided signed-rank), ``p_equivalent`` (TOST within +-margin),
+    ``time_ratio`` (median over seeds of full / reduced seconds per iteration)."""
+    cells = cells.merge(iteration_seconds(frame), on=CELL_KEYS, how="left")
+    keys = ["problem", "alpha", "target", "iterations", "arm"]
+    rows = []
+    for key, group in cells.groupby(keys, sort=True):
+        reduced = group.loc[group["settings"] == "{}"].set_index("seed")
+        full = group.loc[group["settings"] == FULL].set_index("seed")
+        seeds = sorted(set(reduced.index) & set(full.index))
+        if not seeds:
+            continue
+        d = (full.loc[seeds, "final"] - reduced.loc[seeds, "final"]).to_numpy(float)
+        ratio = (full.loc[seeds, "seconds"] / reduced.loc[seeds, "seconds"]).to_numpy(float)
+        rows.append({"problem": key[0], "target": key[2], "algorithm": key[4], "n_seeds": len(seeds),
+                     "seeds": ",".join(map(str, seeds)), "median_d": float(np.median(d)),
+                     "p_difference": signed_rank_p(d, "two-sided"),
+                     "p_equivalent": tost_p(d, EQUIVALENCE_MARGIN),
+                     "time_ratio": float(np.median(ratio)),
+                     "note": "" if len(seeds) >= 5 else "fewer than 5 paired seeds: no test can decide"})
+    return pd.DataFrame(rows, columns=COLUMNS)
