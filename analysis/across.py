@@ -193,3 +193,53 @@ def cost_quality_table(frame: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame
         rows.append({**row, "n_seeds": len(group)})
     return pd.DataFrame(rows, columns=[*SETTING, "algorithm", "seconds_q25", "seconds_median", "seconds_q75",
                                        "final_q25", "final_median", "final_q75", "n_seeds"])
+
+
+def at_budget(frame: pd.DataFrame, fraction: float, aliases: dict[str, str] | None = None,
+              reduced: tuple[str, ...] = ()) -> pd.DataFrame:
+    """:func:`analysis.claims.cell_values` as if every cell had stopped after ``fraction`` of its
+    iterations (rounded, at least 1): ``final`` is the log10 regret of that iteration's
+    recommendation."""
+    from analysis.claims import cell_values  # claims imports nothing of this module's
+
+    last = frame.groupby(CELL_KEYS, sort=False, dropna=False)["iteration"].transform("max")
+    stop = np.maximum(1, np.rint(fraction * last))
+    return cell_values(frame.loc[frame["iteration"] <= stop], aliases, reduced)
+
+
+def choice_table(frame: pd.DataFrame, groups: dict[str, tuple[str, ...]], fractions: tuple[float, ...],
+                 aliases: dict[str, str] | None = None, reduced: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Which method to use, per group of problems (a kind of problem), risk measure and budget (a
+    fraction of the iterations): the method of lowest average rank over the group's blocks (problem,
+    seed), the methods no test tells apart from it (two-sided Wilcoxon signed-rank against it over
+    the blocks, Holm-corrected over the others: ``tied``), every method's average rank, and the best
+    one's median seconds per iteration. Of methods with equal average ranks the first by name is
+    called best (the tests then say whether they differ)."""
+    seconds = iteration_seconds(frame)
+    rows = []
+    for fraction in fractions:
+        cells = at_budget(frame, fraction, aliases, reduced)
+        for group, problems in groups.items():
+            mine = cells.loc[cells["problem"].isin(problems)]
+            for target in sorted(default_finals(mine)["target"].unique()):
+                wide, note = blocks(mine, target)
+                if wide.shape[1] >= 2 and not wide.empty:
+                    cost = seconds.loc[seconds["problem"].isin(problems) & (seconds["target"] == target)]
+                    rows.append({"group": group, "target": target, "fraction": fraction,
+                                 **_choice(wide, cost), "note": note})
+    return pd.DataFrame(rows, columns=["group", "target", "fraction", "best", "tied", "n_blocks", "ranks",
+                                       "best_seconds", "note"])
+
+
+def _choice(wide: pd.DataFrame, seconds: pd.DataFrame) -> dict:
+    """The best method of the blocks ``wide`` (blocks x methods), those tied with it, the ranks and
+    the best one's median seconds per iteration among ``seconds`` (:func:`iteration_seconds`)."""
+    ranks = pd.Series(stats.rankdata(wide.to_numpy(float), axis=1).mean(axis=0), index=wide.columns)
+    best = ranks.idxmin()
+    others = [m for m in wide.columns if m != best]
+    p = holm(np.array([signed_rank_p((wide[m] - wide[best]).to_numpy(float), "two-sided") for m in others]))
+    tied = sorted((m for m, q in zip(others, p, strict=True) if q >= LEVEL), key=ranks.get)
+    cost = seconds.loc[seconds["algorithm"] == best, "seconds"]
+    return {"best": best, "tied": ", ".join(tied), "n_blocks": len(wide),
+            "ranks": ", ".join(f"{m} {r:.2f}" for m, r in ranks.sort_values().items()),
+            "best_seconds": float(cost.median()) if len(cost) else float("nan")}

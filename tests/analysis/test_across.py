@@ -144,3 +144,44 @@ def test_a_study_that_asks_for_them_gets_the_section_its_tables_and_its_figures(
     assert "## Across problems" in "\n".join(doc.md)
     friedman = pd.read_csv(paths["across_friedman.csv"])
     assert friedman.iloc[0]["n_blocks"] == 10 and friedman.iloc[0]["n_methods"] == 3
+
+
+def _curves(spec: dict[tuple[str, str], np.ndarray]) -> pd.DataFrame:
+    """Rows of cells (problem, algorithm) x seeds, 4 iterations: log10 regret ``curve[seed, t]``."""
+    rows = []
+    for (problem, algorithm), curves in spec.items():
+        for seed, curve in enumerate(curves):
+            for t, value in enumerate(curve):
+                rows.append({"problem": problem, "target": "var", "options": "{}", "algorithm": algorithm,
+                             "alpha": 0.1, "iterations": len(curve) - 1, "seed": seed, "iteration": t,
+                             "t_acq_s": 1.0 if algorithm == "slow" else 0.1, "log10_regret": float(value)})
+    return pd.DataFrame(rows)
+
+
+def test_the_choice_is_the_best_average_rank_at_each_budget_with_the_methods_no_test_separates() -> None:
+    """'fast' leads after half the budget and 'slow' at the end; 'close' is within noise of 'slow'
+    at the end, 'bad' is last throughout. Ranks and the Holm-corrected Wilcoxon tests are computed
+    here again from the curves."""
+    rng, n = np.random.default_rng(2), 12
+    noise = rng.normal(0, 0.05, (n, 5))
+    spec = {("p1", "fast"): np.array([[0, -2, -2, -2, -2]] * n) + noise,
+            ("p1", "slow"): np.array([[0, -1, -1, -3, -4]] * n) + noise[::-1],
+            ("p1", "close"): np.array([[0, -1, -1, -3, -4]] * n) + rng.normal(0, 0.05, (n, 5)),
+            ("p1", "bad"): np.array([[0, 0, 0, 0, 0]] * n) + noise}
+    table = across.choice_table(_curves(spec), {"all": ("p1",)}, (0.5, 1.0)).set_index("fraction")
+    assert table.loc[0.5, "best"] == "fast" and table.loc[0.5, "tied"] == ""
+    end = table.loc[1.0]
+    finals = {m: spec[("p1", m)][:, -1] for m in ("fast", "slow", "close", "bad")}
+    order = np.argsort(np.argsort(np.column_stack(list(finals.values())), axis=1), axis=1) + 1
+    mean_rank = dict(zip(finals, order.mean(axis=0), strict=True))
+    best = min(sorted(mean_rank), key=mean_rank.get)  # equal average ranks: the first name
+    others = [m for m in finals if m != best]
+    raw = np.array([stats.wilcoxon(finals[m] - finals[best], method="exact").pvalue for m in others])
+    adjusted, running = {}, 0.0
+    for step, i in enumerate(np.argsort(raw)):  # Holm's step-down rule, written out
+        running = max(running, min(1.0, (len(raw) - step) * raw[i]))
+        adjusted[others[i]] = running
+    assert end["best"] == best and best in ("slow", "close")
+    assert end["tied"] == ", ".join(sorted((m for m in others if adjusted[m] >= 0.05), key=mean_rank.get))
+    assert end["tied"] == ("close" if best == "slow" else "slow")  # this draw: the two are not told apart
+    assert end["best_seconds"] == pytest.approx(1.0 if best == "slow" else 0.1)
