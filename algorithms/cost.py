@@ -34,6 +34,7 @@ class ProblemSize:
         n_init: the initial design's size.
         iterations: the BO iterations of the run (the data grow from ``n_init`` to
             ``n_init + iterations``).
+        risk: the risk measure the run optimizes (a method's search may cost more on one).
     """
 
     d_x: int
@@ -41,6 +42,7 @@ class ProblemSize:
     z_size: int | None
     n_init: int
     iterations: int
+    risk: str = "var"
 
     @property
     def z_kind(self) -> str:

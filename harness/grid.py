@@ -563,7 +563,7 @@ def declared_rate(spec: CellSpec) -> float:
     (:func:`algorithms.cost.iteration_seconds`, its options' defaults filled in) plus the harness's
     share, which its problem declares (:attr:`problems.Problem.overhead_seconds`);
     :data:`algorithms.cost.DEFAULT_ITERATION_S` for an algorithm that does not import here."""
-    size = _problem_size(spec.problem, cell_iterations(spec))
+    size = replace(_problem_size(spec.problem, cell_iterations(spec)), risk=spec.risk)
     try:
         factory = algorithm_factory(spec.algorithm)
     except (KeyError, ValueError):
