@@ -16,15 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
-from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 
+from analysis import pages
+from analysis.pages import BLOCK, md_table, render  # noqa: F401 (BLOCK and render: this page's API)
 from analysis.summary import pivot_tables
-from harness.results import read_metadata, result_files
+from harness.results import result_files
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "reproduction" / "paper"
@@ -41,7 +41,6 @@ CVAR_TITLES = {"branin-1-1-discrete": "Branin-(1,1) discrete",
                "hartmann-2-1-discrete": "Hartmann-(2,1) discrete",
                "branin-1-1-continuous": "Branin-(1,1) continuous"}
 README = ROOT / "README.md"
-BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end generated: \2 -->)", re.S)
 
 #: The paper's figures: file stem, title, the paper's own statement about it (quoted), its claims.
 FIGURES = [
@@ -68,41 +67,9 @@ VERDICT_MARK = {"reproduced": "**reproduced**", "not reproduced": "**not reprodu
                 "inconclusive": "inconclusive", "not run": "not run"}
 
 
-def _md_table(frame: pd.DataFrame) -> str:
-    """``frame`` as a Markdown table (every value as text; NaN as an empty cell)."""
-    def text(value: object) -> str:
-        if isinstance(value, float):
-            return "" if value != value else f"{value:.3g}"
-        return str(value).replace("|", "\\|")
-
-    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(text(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join(lines)
-
-
 def provenance_block(results: Path) -> str:
-    """Which commits, environments and hosts produced the cells, how many, and their CPU time."""
-    metas = [read_metadata(path) for path in result_files(results)]
-    info = [m.get("provenance", {}) for m in metas]
-    commits = Counter(i.get("git_commit") or "unknown" for i in info)
-    environments = Counter(i.get("environment") or "unknown" for i in info)
-    hosts = Counter(f"{i.get('host', '?')} ({i.get('platform', '?')})" for i in info)
-    resumed = sum(1 for i in info if i.get("resumed_at") is not None)
-    hours = sum(float(m.get("wall_time_s") or 0.0) for m in metas) / 3600
-    packages = json.dumps(info[0].get("packages", {}), sort_keys=True) if info else "{}"
-
-    def counted(counter: Counter) -> str:
-        return ", ".join(f"`{k}` ({n})" for k, n in counter.most_common())
-
-    return "\n".join([
-        f"- cells: {len(metas)}, of which {resumed} resumed from a checkpoint; "
-        f"{hours:.1f} CPU-hours inside the cells",
-        f"- commits (cells): {counted(commits)}",
-        f"- environments (digest of every installed distribution, cells): {counted(environments)}; "
-        "the pins are `paper/constraints.txt`",
-        f"- hosts (cells): {counted(hosts)}",
-        f"- main packages: `{packages}`",
-    ])
+    """Which commits, environments and hosts produced the cells (:func:`analysis.pages.provenance_block`)."""
+    return pages.provenance_block(results, "paper/constraints.txt")
 
 
 def verdict_block(overall: pd.DataFrame) -> str:
@@ -112,7 +79,7 @@ def verdict_block(overall: pd.DataFrame) -> str:
         "final log10 regret": overall["verdict"].map(VERDICT_MARK),
         "mean of the last 10": overall["verdict_last10"].fillna("").map(lambda v: VERDICT_MARK.get(v, v)),
         "sub-claims (final)": overall["sub-claims"]})
-    return _md_table(table)
+    return md_table(table)
 
 
 def figure_block(stem: str, title: str, statement: str, claims: tuple[str, ...],
@@ -132,7 +99,7 @@ def subclaim_block(claims: pd.DataFrame) -> str:
     keep = [c for c in ("claim", "problem", "comparison", "statistic", "n_seeds", "effect_mean", "effect_sd",
                         "p_value", "p_holm", "verdict_unadjusted", "verdict", "power_10", "seeds_80")
             if c in rows.columns]
-    return _md_table(rows[keep])
+    return md_table(rows[keep])
 
 
 def summary_block(overall: pd.DataFrame, results: Path, n_grid: int, readme: Path, page: Path) -> str:
@@ -180,12 +147,12 @@ def extra_block(paper: pd.DataFrame, extra: pd.DataFrame) -> str:
         "verdict (10)": both["verdict_10"].map(VERDICT_MARK),
         "seeds": both["n_seeds_30"], "effect (30)": both["effect_mean_30"], "p (30)": both["p_value_30"],
         "p x family (30)": p30, "verdict (30)": verdict30.map(VERDICT_MARK)})
-    return _md_table(table)
+    return md_table(table)
 
 
 def final_block(final: pd.DataFrame) -> str:
     """The final-iteration table, one row per series (mean log10 regret, 70 % band, seconds)."""
-    return _md_table(final)
+    return md_table(final)
 
 
 def cvar_blocks(summary: pd.DataFrame) -> dict[str, str]:
@@ -199,7 +166,7 @@ def cvar_blocks(summary: pd.DataFrame) -> dict[str, str]:
             pivot = pivot.set_index("problem").reindex([p for p in CVAR_TITLES if p in set(pivot["problem"])])
             table = pivot.drop(columns=["alpha", "T"]).rename(index=CVAR_TITLES).reset_index()
             table.columns = ["problem", *(f"`{c}`" for c in table.columns[1:])]
-            out[f"cvar-{target}-{kind}"] = f"{note.rstrip('.')}.\n\n{_md_table(table)}"
+            out[f"cvar-{target}-{kind}"] = f"{note.rstrip('.')}.\n\n{md_table(table)}"
     return out
 
 
@@ -242,16 +209,6 @@ def cvar_status_block(cvar: Path) -> str:
 def _grid_size(results: Path) -> int:
     """The number of cells the folder's grid lists (``_grid.json``)."""
     return len(json.loads((results / "_grid.json").read_text())["cells"])
-
-
-def render(page: str, contents: dict[str, str]) -> str:
-    """``page`` with each generated block's content replaced (a block not in ``contents`` is kept)."""
-    def replace(match: re.Match) -> str:
-        name = match.group(2)
-        body = contents[name].rstrip("\n") + "\n" if name in contents else match.group(3)
-        return match.group(1) + body + match.group(4)
-
-    return BLOCK.sub(replace, page)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,111 @@
+"""The suite's page, "Which method to use when" (``docs/suite.md``, issue 40 item 4): hand-written
+prose around blocks generated from the published suite (``docs/reproduction/suite``: its rows and
+its report's tables) by :func:`analysis.pages.render`, as the paper's page is.
+
+    python -m studies.suite.page            # rewrite the page's generated blocks
+    python -m studies.suite.page --check    # exit 1 if a block differs from the published rows
+
+Blocks: ``suite-provenance``, ``suite-verdicts`` (the claims S1-S5), ``suite-choice`` (which method
+per kind of problem, risk measure and budget: :func:`analysis.across.choice_table`), ``suite-effort``
+(what the reduced effort changes: the report's ``effort.csv``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import pages
+from analysis.across import choice_table
+from analysis.report import read_frame
+from problems.measures import RISK_MEASURES
+from studies.suite.study import STUDY
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "reproduction" / "suite"
+PAGE = ROOT / "docs" / "suite.md"
+#: The kinds of problem the choice is made for: the size and kind of Z decides which methods apply
+#: and what their acquisitions cost.
+KINDS: dict[str, tuple[str, ...]] = {
+    "discrete Z of 12-15 points": ("branin-williams-2-2", "hartmann6-5-1", "yacht-5-1"),
+    "discrete Z of 243 points": ("hartmann6-1-5",),
+    "continuous Z": ("marzat-f6-4-3", "newsvendor-1-2"),
+}
+#: The budgets: a quarter of each problem's iterations, and all of them.
+BUDGETS = {0.25: "after a quarter of the budget", 1.0: "at the end of the budget"}
+VERDICT_MARK = {"reproduced": "**reproduced**", "not reproduced": "**not reproduced**",
+                "inconclusive": "inconclusive", "not run": "not run"}
+
+
+def verdict_block(overall: pd.DataFrame) -> str:
+    """One row per claim: its statement, its verdict by each statistic and its sub-claims."""
+    return pages.md_table(pd.DataFrame({
+        "claim": overall["claim"], "statement": overall["statement"],
+        "final log10 regret": overall["verdict"].map(VERDICT_MARK),
+        "mean of the last 10": overall["verdict_last10"].fillna("").map(lambda v: VERDICT_MARK.get(v, v)),
+        "sub-claims (final)": overall["sub-claims"]}))
+
+
+def choice_block(choices: pd.DataFrame) -> str:
+    """Kinds of problem x measure (rows) by budget (columns): the method of best average rank, the
+    methods no test separates from it, and its median seconds per iteration."""
+    def text(row: pd.Series) -> str:
+        tied = f" (tied: {row['tied']})" if row["tied"] else ""
+        return f"**{row['best']}**{tied}, {row['best_seconds']:.2g} s/it"
+
+    rows = []
+    for (group, target), part in choices.groupby(["group", "target"], sort=False):
+        cells = {BUDGETS.get(f, f"{f:g} of the budget"): text(r)
+                 for f, r in part.set_index("fraction").iterrows()}
+        label = RISK_MEASURES[target].label if target in RISK_MEASURES else target
+        rows.append({"problems": group, "measure": label, **cells,
+                     "blocks": int(part["n_blocks"].iloc[0])})
+    return pages.md_table(pd.DataFrame(rows))
+
+
+def blocks(results: Path) -> dict[str, str]:
+    """Every generated block of the page from the published folder ``results``."""
+    report = results / "_report"
+    overall = pd.read_csv(report / "claims_overall.csv")
+    frame, _, _ = read_frame(results)
+    choices = choice_table(frame, KINDS, tuple(BUDGETS), STUDY.aliases, STUDY.reduced_effort)
+    effort = pd.read_csv(report / "effort.csv") if (report / "effort.csv").is_file() else pd.DataFrame()
+    return {"suite-provenance": pages.provenance_block(results, "suite/constraints.txt"),
+            "suite-verdicts": verdict_block(overall.loc[overall["claim"].str.startswith("S")]),
+            "suite-choice": choice_block(choices),
+            "suite-effort": pages.md_table(effort) if not effort.empty else "No cell ran at both efforts."}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m studies.suite.page``."""
+    parser = argparse.ArgumentParser(prog="python -m studies.suite.page", description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the published suite folder")
+    parser.add_argument("--page", type=Path, default=PAGE, help="the page to rewrite")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block differs")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    for path, what in ((args.results / "_report" / "claims_overall.csv", "a published suite with its report"),
+                       (args.page, "the page")):
+        if not path.is_file():
+            print(f"studies.suite.page: error: no {path}: {what} is needed", file=sys.stderr)
+            return 2
+    text = args.page.read_text()
+    rendered = pages.render(text, blocks(args.results.resolve()))
+    if rendered == text:
+        return 0
+    if args.check:
+        print(f"{args.page}: generated blocks differ from {args.results}; run python -m studies.suite.page",
+              file=sys.stderr)
+        return 1
+    args.page.write_text(rendered)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

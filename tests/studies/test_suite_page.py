@@ -1,0 +1,26 @@
+"""The suite page's generated blocks from tables made here, and its command's errors."""
+
+import pandas as pd
+
+from studies.suite import page
+
+
+def test_the_choice_block_puts_each_choice_in_its_row_and_budget_column() -> None:
+    choices = pd.DataFrame([
+        {"group": "continuous Z", "target": "cvar", "fraction": 0.25, "best": "cvts", "tied": "",
+         "n_blocks": 20, "ranks": "", "best_seconds": 0.51, "note": ""},
+        {"group": "continuous Z", "target": "cvar", "fraction": 1.0, "best": "rhokg-apx", "tied": "cvts, cvucb",
+         "n_blocks": 20, "ranks": "", "best_seconds": 2.0, "note": ""},
+        {"group": "discrete Z of 243 points", "target": "cvar", "fraction": 1.0, "best": "cvucb", "tied": "",
+         "n_blocks": 10, "ranks": "", "best_seconds": 0.125, "note": ""}])
+    lines = page.choice_block(choices).splitlines()
+    assert lines[0] == ("| problems | measure | after a quarter of the budget | at the end of the budget | "
+                        "blocks |")
+    assert lines[2] == ("| continuous Z | CVaR | **cvts**, 0.51 s/it | **rhokg-apx** (tied: cvts, cvucb), "
+                        "2 s/it | 20 |")
+    assert lines[3] == "| discrete Z of 243 points | CVaR |  | **cvucb**, 0.12 s/it | 10 |"
+
+
+def test_without_a_published_suite_the_command_says_so_and_exits_2(tmp_path, capsys) -> None:
+    assert page.main(["--results", str(tmp_path / "none"), "--page", str(tmp_path / "p.md")]) == 2
+    assert "a published suite with its report is needed" in capsys.readouterr().err
