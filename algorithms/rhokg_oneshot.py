@@ -86,10 +86,6 @@ class WeightedRiskMeasure(RiskMeasureMCObjective):
         return measure(values, masses, self.alpha)
 
 
-#: How many times costlier the one-shot search is on VaR than the model of ``botorch-risk`` says.
-VAR_SEARCH_FACTOR = 2.8
-
-
 class RhoKGOneShot(BotorchRisk):
     """BoTorch's one-shot rho-KG over the whole weighted support of a discrete Z (module docstring).
 
@@ -114,17 +110,9 @@ class RhoKGOneShot(BotorchRisk):
     @classmethod
     def iteration_seconds(cls, size: ProblemSize, options: Mapping[str, object]) -> float:
         """See :mod:`algorithms.cost`: ``botorch-risk``'s model with the w set the support of a
-        discrete Z (``n_w`` draws of a continuous one), its search 2.8 times as costly on VaR: the
-        weighted VaR of the fantasy samples moves in steps, and L-BFGS-B takes 2-3 times the
-        evaluations (Branin-Williams at full effort: 36 s a proposal at n = 72 against
-        ``botorch-risk``'s 17 s; 6 iterations 267 s, where the unscaled model gave 90)."""
+        discrete Z (``n_w`` draws of a continuous one)."""
         n_w = size.z_size if size.z_size is not None else (options.get("n_w") or 50)
-        chosen = {**options, "n_w": n_w}
-        seconds = BotorchRisk.iteration_seconds(size, chosen)
-        if size.risk != "var":
-            return seconds
-        fixed = BotorchRisk.iteration_seconds(size, {**chosen, "num_fantasies": 0, "inner_samples": 0})
-        return fixed + VAR_SEARCH_FACTOR * (seconds - fixed)
+        return BotorchRisk.iteration_seconds(size, {**options, "n_w": n_w})
 
     def __init__(self, problem: Problem, seed_root: int, risk: str = "var", num_fantasies: int = 16,
                  num_restarts: int = 10, raw_samples: int = 128, inner_samples: int = 128,

@@ -9,8 +9,8 @@ def test_the_choice_block_puts_each_choice_in_its_row_and_budget_column() -> Non
     choices = pd.DataFrame([
         {"group": "continuous Z", "target": "cvar", "fraction": 0.25, "best": "cvts", "tied": "",
          "n_blocks": 20, "ranks": "", "best_seconds": 0.51, "note": ""},
-        {"group": "continuous Z", "target": "cvar", "fraction": 1.0, "best": "rhokg-apx", "tied": "cvts, cvucb",
-         "n_blocks": 20, "ranks": "", "best_seconds": 2.0, "note": ""},
+        {"group": "continuous Z", "target": "cvar", "fraction": 1.0, "best": "rhokg-apx",
+         "tied": "cvts, cvucb", "n_blocks": 20, "ranks": "", "best_seconds": 2.0, "note": ""},
         {"group": "discrete Z of 243 points", "target": "cvar", "fraction": 1.0, "best": "cvucb", "tied": "",
          "n_blocks": 10, "ranks": "", "best_seconds": 0.125, "note": ""}])
     lines = page.choice_block(choices).splitlines()
