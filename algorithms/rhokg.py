@@ -676,9 +676,14 @@ class RhoKGApx(Algorithm):
     def iteration_seconds(cls, size: ProblemSize, options: Mapping[str, object]) -> float:
         """See :mod:`algorithms.cost`: a fixed part, then in proportion to the acquisition's
         evaluations (:func:`rhokg_evaluations`), each costing more with |W| (the support of a
-        discrete Z, ``num_w_samples`` of a continuous one), M and the data (the past x in S)."""
+        discrete Z, ``num_w_samples`` of a continuous one), M and the data (the past x in S), as the
+        square root of the mean number of observations: in proportion to it, the model was 2-2.4
+        times above what f6's cells measured (n from 80) and 1.7 times below the newsvendor's (n
+        from 6); the paper's four calibration problems (n from 33 to 80 on average) stay within
+        25 % of their measured rates either way."""
         w = size.z_size or options["num_w_samples"]
-        each = RHOKG_EVALUATION_S * (w / 100) ** 0.5 * options["num_samples"] / 10 * size.mean_data / 40
+        each = (RHOKG_EVALUATION_S * (w / 100) ** 0.5 * options["num_samples"] / 10
+                * (size.mean_data / 40) ** 0.5)
         return RHOKG_FIXED_S + each * rhokg_evaluations(size.d_x + size.d_z, options)
 
     def __init__(self, problem: Problem, seed_root: int, num_fantasies: int = 10,

@@ -39,7 +39,7 @@ OPTIONS: dict[tuple[str, str], dict] = {
     ("marzat-f6-4-3", "rhokg-apx"): {"num_w_samples": 40},  # BoRisk's f6 runs: 40 fresh w
 }
 #: The methods the suite runs at their declared reduced effort (``reduced_options``, the smoke grid's):
-#: at full effort the suite would take about 250 CPU-hours, nine tenths of them the two one-shot KGs
+#: at full effort the suite would take about 240 CPU-hours, nine tenths of them the two one-shot KGs
 #: (5-340 s an iteration, growing with n), against about 15 at these efforts (``python -m harness.run
 #: --grid suite --dry-run``). What the reduction changes is measured on :data:`SAMPLE`.
 REDUCED = ("rhokg-apx", "rhokg-oneshot", "botorch-risk")

@@ -146,9 +146,10 @@ def test_the_estimate_comes_from_the_declared_model() -> None:
     plugin = CellSpec.make("tests.plugins.toy_plugin:toy_problem", "tests.plugins.toy_plugin:Toy", 0, 4)
     assert estimate_seconds(plugin) == pytest.approx(1.0 + 4 * (0.05 + 0.45))  # declares no model
     assert estimate_seconds(CellSpec.make("no-such-problem", "no-such-algorithm", 0, 10)) > 0
-    # the paper grid stays where the table of rates by name had it (11.8 CPU-hours)
+    # the paper grid's estimate is within 10 % of the 10.9 CPU-hours its published cells took
+    # (docs/reproduction/README.md, provenance)
     paper = resolve_grid("paper").cells
-    assert sum(estimate_seconds(c) for c in paper) / 3600 == pytest.approx(11.8, abs=0.3)
+    assert sum(estimate_seconds(c) for c in paper) / 3600 == pytest.approx(10.9, rel=0.1)
 
 
 def test_the_harness_share_of_an_iteration_is_what_the_problem_declares(
