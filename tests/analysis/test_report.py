@@ -142,7 +142,10 @@ def test_negative_regret_stops_the_report(results: Path, tmp_path: Path,
 def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main([str(tmp_path / "nowhere")]) == 2
     assert main([str(tmp_path)]) == 2  # no finished cells
-    assert capsys.readouterr().err.count("analysis.report: error:") == 2
+    assert main([str(tmp_path), "--with", str(tmp_path / "gone"), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("analysis.report: error:") == 3
+    assert f"{tmp_path / 'gone'} is not a folder" in err and not (tmp_path / "r").exists()
 
 
 def test_a_results_folder_the_report_cannot_write_into_is_one_line(tmp_path: Path,
