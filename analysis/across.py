@@ -33,6 +33,7 @@ import pandas as pd
 from scipy import stats
 
 from analysis.aggregate import CONFIDENCE, RESAMPLES, SEED, SETTING, default_finals
+from analysis.claims import cell_values
 from analysis.power import holm
 from analysis.signed_rank import signed_rank_p
 
@@ -200,8 +201,6 @@ def at_budget(frame: pd.DataFrame, fraction: float, aliases: dict[str, str] | No
     """:func:`analysis.claims.cell_values` as if every cell had stopped after ``fraction`` of its
     iterations (rounded, at least 1): ``final`` is the log10 regret of that iteration's
     recommendation."""
-    from analysis.claims import cell_values  # claims imports nothing of this module's
-
     last = frame.groupby(CELL_KEYS, sort=False, dropna=False)["iteration"].transform("max")
     stop = np.maximum(1, np.rint(fraction * last))
     return cell_values(frame.loc[frame["iteration"] <= stop], aliases, reduced)
