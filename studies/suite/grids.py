@@ -9,7 +9,10 @@ Per problem (its alpha is the problem's, which translates its source's; ``proble
 * ``yacht-5-1``: CVaR at 0.3, 60 iterations (the defaults of the source's CV-UCB runner);
 * ``marzat-f6-4-3``: CVaR at 0.25 (BoRisk's 0.75), 100 iterations, and rho-KG^apx with BoRisk's 40
   samples of W an iteration (``num_w_samples``; the other methods keep their own sets of Z);
-* ``newsvendor-1-2``: CVaR at 0.1 (BoRisk's 0.9), 50 iterations (its runner's).
+* ``newsvendor-1-2``: CVaR at 0.1 (BoRisk's 0.9), 50 iterations (its runner's);
+* ``portfolio-3-2``: CVaR at 0.2 (BoRisk's 0.8 of a minimized -f), 80 iterations (BoRisk's
+  ``runner_files/port_cvar-runner-*.py``, as the ICML 2021 paper's VaR runs): BoRisk's
+  CVXPortfolio surrogate, which both sources optimize.
 
 Methods: on VaR cells V-UCB Prob, rho-KG^apx, the one-shot rho-KG, BoTorch's risk-averse BO, RAHBO
 and random search; on CVaR cells CV-UCB, CV-TS and the same others (V-UCB Prob optimizes VaR only,
@@ -33,14 +36,15 @@ PROBLEMS: dict[str, tuple[tuple[str, ...], int]] = {
     "yacht-5-1": (("cvar",), 60),
     "marzat-f6-4-3": (("cvar",), 100),
     "newsvendor-1-2": (("cvar",), 50),
+    "portfolio-3-2": (("cvar",), 80),
 }
 #: (problem, method) -> options other than the method's defaults: where a problem's source sets them
 OPTIONS: dict[tuple[str, str], dict] = {
     ("marzat-f6-4-3", "rhokg-apx"): {"num_w_samples": 40},  # BoRisk's f6 runs: 40 fresh w
 }
 #: The methods the suite runs at their declared reduced effort (``reduced_options``, the smoke grid's):
-#: at full effort the suite would take about 240 CPU-hours, nine tenths of them the two one-shot KGs
-#: (5-340 s an iteration, growing with n), against about 15 at these efforts (``python -m harness.run
+#: at full effort the suite would take about 260 CPU-hours, nine tenths of them the two one-shot KGs
+#: (5-340 s an iteration, growing with n), against about 18 at these efforts (``python -m harness.run
 #: --grid suite --dry-run``). What the reduction changes is measured on :data:`SAMPLE`.
 REDUCED = ("rhokg-apx", "rhokg-oneshot", "botorch-risk")
 #: The sample of cells also run at full effort (grid ``suite-full-effort``): the cheapest problems,

@@ -31,7 +31,7 @@ PAGE = ROOT / "docs" / "suite.md"
 #: and what their acquisitions cost.
 KINDS: dict[str, tuple[str, ...]] = {
     "discrete Z of 12-15 points": ("branin-williams-2-2", "hartmann6-5-1", "yacht-5-1"),
-    "discrete Z of 243 points": ("hartmann6-1-5",),
+    "discrete Z of 100-243 points": ("portfolio-3-2", "hartmann6-1-5"),
     "continuous Z": ("marzat-f6-4-3", "newsvendor-1-2"),
 }
 #: The budgets: a quarter of each problem's iterations, and all of them.

@@ -13,7 +13,8 @@ def test_the_suite_is_every_method_of_each_source_measure_on_each_problem() -> N
     cells = resolve_grid("suite").cells
     expected = {"branin-williams-2-2": ({"var", "cvar"}, 120), "hartmann6-5-1": ({"cvar"}, 100),
                 "hartmann6-1-5": ({"cvar"}, 100), "yacht-5-1": ({"cvar"}, 60),
-                "marzat-f6-4-3": ({"cvar"}, 100), "newsvendor-1-2": ({"cvar"}, 50)}
+                "marzat-f6-4-3": ({"cvar"}, 100), "newsvendor-1-2": ({"cvar"}, 50),
+                "portfolio-3-2": ({"cvar"}, 80)}
     assert {c.problem for c in cells} == set(expected)
     for problem, (risks, iterations) in expected.items():
         mine = [c for c in cells if c.problem == problem]
@@ -42,7 +43,7 @@ def test_the_suite_is_every_method_of_each_source_measure_on_each_problem() -> N
         if (c.problem, c.algorithm) == ("marzat-f6-4-3", "rhokg-apx"):
             expected_options["num_w_samples"] = 40
         assert dict(c.options) == expected_options, (c.problem, c.algorithm)
-    assert len(cells) == len({(c.problem, c.algorithm, c.risk, c.seed) for c in cells}) == 480
+    assert len(cells) == len({(c.problem, c.algorithm, c.risk, c.seed) for c in cells}) == 550
 
 
 def test_the_full_effort_sample_pairs_with_the_suites_cells() -> None:
