@@ -33,9 +33,10 @@ import pandas as pd
 from scipy import stats
 
 from analysis.aggregate import CONFIDENCE, RESAMPLES, SEED, SETTING, default_finals
-from analysis.claims import cell_values
+from analysis.claims import study_cells
 from analysis.power import holm
 from analysis.signed_rank import signed_rank_p
+from analysis.study import NO_STUDY, Study
 
 #: Points of a profile's tau grid.
 PROFILE_POINTS = 121
@@ -196,18 +197,17 @@ def cost_quality_table(frame: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame
                                        "final_q25", "final_median", "final_q75", "n_seeds"])
 
 
-def at_budget(frame: pd.DataFrame, fraction: float, aliases: dict[str, str] | None = None,
-              reduced: tuple[str, ...] = ()) -> pd.DataFrame:
+def at_budget(frame: pd.DataFrame, fraction: float, study: Study = NO_STUDY) -> pd.DataFrame:
     """:func:`analysis.claims.cell_values` as if every cell had stopped after ``fraction`` of its
     iterations (rounded, at least 1): ``final`` is the log10 regret of that iteration's
-    recommendation."""
+    recommendation; the default configuration is ``study``'s."""
     last = frame.groupby(CELL_KEYS, sort=False, dropna=False)["iteration"].transform("max")
     stop = np.maximum(1, np.rint(fraction * last))
-    return cell_values(frame.loc[frame["iteration"] <= stop], aliases, reduced)
+    return study_cells(frame.loc[frame["iteration"] <= stop], study)
 
 
 def choice_table(frame: pd.DataFrame, groups: dict[str, tuple[str, ...]], fractions: tuple[float, ...],
-                 aliases: dict[str, str] | None = None, reduced: tuple[str, ...] = ()) -> pd.DataFrame:
+                 study: Study = NO_STUDY) -> pd.DataFrame:
     """Which method to use, per group of problems (a kind of problem), risk measure and budget (a
     fraction of the iterations): the method of lowest average rank over the group's blocks (problem,
     seed), the methods no test tells apart from it (two-sided Wilcoxon signed-rank against it over
@@ -217,7 +217,7 @@ def choice_table(frame: pd.DataFrame, groups: dict[str, tuple[str, ...]], fracti
     seconds = iteration_seconds(frame)
     rows = []
     for fraction in fractions:
-        cells = at_budget(frame, fraction, aliases, reduced)
+        cells = at_budget(frame, fraction, study)
         for group, problems in groups.items():
             mine = cells.loc[cells["problem"].isin(problems)]
             for target in sorted(default_finals(mine)["target"].unique()):

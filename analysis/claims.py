@@ -127,7 +127,8 @@ def _seeds_text(seeds: Iterable[int]) -> str:
 
 
 def cell_values(frame: pd.DataFrame, aliases: dict[str, str] | None = None,
-                reduced: tuple[str, ...] = ()) -> pd.DataFrame:
+                reduced: tuple[str, ...] = (),
+                fixed: dict[str, dict[str, dict]] | None = None) -> pd.DataFrame:
     """One row per cell: its keys, ``final`` (final log10 regret), ``last10`` (mean log10 regret over
     its last :data:`LAST_ITERATIONS` iterations, iteration 0 excluded unless it is all there is),
     ``time`` (median t_acq_s over iterations >= 1), ``arm`` (the algorithm the claims know it as) and
@@ -135,7 +136,8 @@ def cell_values(frame: pd.DataFrame, aliases: dict[str, str] | None = None,
     ``aliases``: the study's algorithms that stand in for another one (:class:`analysis.study.Study`).
     ``reduced``: the study's algorithms run at their declared reduced effort (its
     ``reduced_effort``): a cell of one whose options hold that effort counts as default (those
-    options are not settings), one without them is the variant ``effort=full``."""
+    options are not settings), one without them is the variant ``effort=full``. ``fixed``: problem
+    -> algorithm -> options the study sets there (its ``problem_options``): not settings either."""
     keys = ["problem", "target", "options", "algorithm", "alpha", "iterations", "seed"]
     frame = frame.copy()
     last = frame.groupby(keys, sort=False, dropna=False)["iteration"].transform("max")
@@ -158,9 +160,16 @@ def cell_values(frame: pd.DataFrame, aliases: dict[str, str] | None = None,
     cells["arm"] = cells["algorithm"].map(lambda a: aliases.get(a, a))
     efforts = {(a, p): _reduced_effort(aliases.get(a, a), p) for a, p in
                set(zip(cells["algorithm"], cells["problem"], strict=True)) if aliases.get(a, a) in reduced}
+    fixed = fixed or {}
     keys = zip(cells["options"], cells["algorithm"], cells["problem"], strict=True)
-    cells["settings"] = [_settings(o, a, aliases, efforts.get((a, p))) for o, a, p in keys]
+    cells["settings"] = [_settings(o, a, aliases, efforts.get((a, p)), fixed.get(p, {}).get(a))
+                         for o, a, p in keys]
     return cells
+
+
+def study_cells(frame: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """:func:`cell_values` with ``study``'s aliases, reduced effort and per-problem options."""
+    return cell_values(frame, study.aliases, study.reduced_effort, study.problem_options)
 
 
 def _reduced_effort(algorithm: str, problem: str) -> dict:
@@ -175,8 +184,11 @@ def _reduced_effort(algorithm: str, problem: str) -> dict:
     return smoke_options(algorithm, continuous) or {}
 
 
-def _settings(options: str, algorithm: str, aliases: dict[str, str], effort: dict | None = None) -> str:
+def _settings(options: str, algorithm: str, aliases: dict[str, str], effort: dict | None = None,
+              fixed: dict | None = None) -> str:
     settings = json.loads(options)
+    if fixed and all(settings.get(k) == v for k, v in fixed.items()):  # the study's, on this problem
+        settings = {k: v for k, v in settings.items() if k not in fixed}
     if effort:  # the study runs this algorithm at its reduced effort: that is its default here
         if all(settings.get(k) == v for k, v in effort.items()):
             settings = {k: v for k, v in settings.items() if k not in effort}
@@ -455,7 +467,7 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str, other
 def claims_table(frame: pd.DataFrame, study: Study) -> pd.DataFrame:
     """Every sub-claim of ``study``'s claims under every variant found, by every statistic, one row
     each (see the module docstring for the rules). ``frame``: all rows with ``log10_regret``."""
-    cells = cell_values(frame, study.aliases, study.reduced_effort)
+    cells = study_cells(frame, study)
     subs: list[Sub] = []
     for claim in study.claims:
         for comparison in claim.comparisons:

@@ -41,5 +41,15 @@ def effort_table(frame: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
                      "p_difference": signed_rank_p(d, "two-sided"),
                      "p_equivalent": tost_p(d, EQUIVALENCE_MARGIN),
                      "time_ratio": float(np.median(ratio)),
-                     "note": "" if len(seeds) >= 5 else "fewer than 5 paired seeds: no test can decide"})
+                     "note": _note(len(seeds))})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _note(n: int) -> str:
+    """What ``n`` paired seeds can decide at 0.05: the smallest exact signed-rank p is 2^-n one-sided
+    (TOST's), twice that two-sided, so equivalence needs 5 seeds and a difference 6."""
+    if n >= 6:
+        return ""
+    if n == 5:
+        return "5 paired seeds: equivalence can be decided, a difference cannot (6 needed)"
+    return "fewer than 5 paired seeds: no test can decide"

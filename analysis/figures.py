@@ -9,6 +9,7 @@ most cells, any other alpha goes to "other". One colour per algorithm in every f
 
 from __future__ import annotations
 
+import json
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -89,13 +90,18 @@ class SeriesStyle:
     options_text: str  # "name=value, ..." ("" for the default options)
 
 
-def series_styles(series: list[tuple[str, str]], fixed: dict[str, int] | None = None
-                  ) -> dict[tuple[str, str], SeriesStyle]:
+def series_styles(series: list[tuple[str, str]], fixed: dict[str, int] | None = None,
+                  shown: dict[tuple[str, str], str] | None = None) -> dict[tuple[str, str], SeriesStyle]:
     """The style of every (algorithm, options JSON) of a report, in a stable order: the same inputs
-    give the same labels, keys and markers, whatever order they come in (``fixed``: :func:`colours`)."""
-    ordered = sorted(dict.fromkeys(series), key=lambda s: (s[0], s[1] != "{}", s[1]))
+    give the same labels, keys and markers, whatever order they come in (``fixed``: :func:`colours`).
+    ``shown``: the options JSON a series is labelled by, when the study reads its options otherwise
+    (:func:`shown_options`: a study's reduced effort is its default); series shown alike share a style."""
+    shown = shown or {}
+    display = {s: shown.get(s, s[1]) for s in dict.fromkeys(series)}
+    ordered = sorted(dict.fromkeys((a, o) for (a, _), o in display.items()),
+                     key=lambda s: (s[0], s[1] != "{}", s[1]))
     palette = colours([a for a, _ in ordered], fixed)
-    styles: dict[tuple[str, str], SeriesStyle] = {}
+    by_display: dict[tuple[str, str], SeriesStyle] = {}
     variants: dict[str, int] = {}
     keys = 0
     for i, (algorithm, options) in enumerate(ordered):
@@ -112,9 +118,22 @@ def series_styles(series: list[tuple[str, str]], fixed: dict[str, int] | None = 
                 key = f"[{_key_name(keys)}]"
                 keys += 1
                 label = f"{algorithm} {key}"
-        styles[algorithm, options] = SeriesStyle(label, palette[algorithm], linestyle,
-                                                 _MARKERS[i % len(_MARKERS)], key, text)
-    return styles
+        by_display[algorithm, options] = SeriesStyle(label, palette[algorithm], linestyle,
+                                                     _MARKERS[i % len(_MARKERS)], key, text)
+    return {s: by_display[s[0], o] for s, o in display.items()}
+
+
+def shown_options(cells: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(algorithm, options JSON) -> the settings a study reads them as (``cells``:
+    :func:`analysis.claims.study_cells`), where they differ; an alias's own name is left out (its
+    series are named by it already). A pair read two ways on two problems keeps its options."""
+    shown: dict[tuple[str, str], set[str]] = {}
+    for algorithm, options, settings in zip(cells["algorithm"], cells["options"], cells["settings"],
+                                            strict=True):
+        read = {k: v for k, v in json.loads(settings).items() if k != "algorithm"}
+        shown.setdefault((algorithm, options), set()).add(json.dumps(read, sort_keys=True))
+    return {pair: next(iter(reads)) for pair, reads in shown.items()
+            if len(reads) == 1 and next(iter(reads)) != pair[1]}
 
 
 def _key_name(i: int) -> str:
@@ -344,8 +363,11 @@ def _legend_entries(lines: dict[tuple[str, str, int | None], object],
     for (algorithm, options, iterations), line in sorted(
             lines.items(), key=lambda kv: (kv[0][0], kv[0][1] != "{}", kv[0][1], kv[0][2] or -1)):
         style = styles[algorithm, options]
+        label = style.label + ("" if iterations is None else f" T={iterations}")
+        if label in labels:  # two series a study shows alike (its default on two kinds of Z)
+            continue
         handles.append(line)
-        labels.append(style.label + ("" if iterations is None else f" T={iterations}"))
+        labels.append(label)
         if style.key and _key_line(style, algorithm) not in key_lines:
             key_lines.append(_key_line(style, algorithm))
     return handles, labels, key_lines

@@ -67,6 +67,7 @@ from analysis.figures import (
     complexity_figure,
     regret_figures,
     series_styles,
+    shown_options,
     timing_figure,
     value_figure,
 )
@@ -327,7 +328,11 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
     paths["bands.parquet"] = out / "bands.parquet"
     bands.to_parquet(paths["bands.parquet"], index=False)
 
-    styles = series_styles(list(zip(frame["algorithm"], frame["options"], strict=True)), study.colours)
+    # a study that reads some options as its default (a reduced effort, a problem's own options)
+    # labels its series by what it reads: the reduced effort plain, the full one as effort=full
+    shown = (shown_options(claims_module.study_cells(frame, study))
+             if study.reduced_effort or study.problem_options else None)
+    styles = series_styles(list(zip(frame["algorithm"], frame["options"], strict=True)), study.colours, shown)
     unknown = frame.loc[frame["regret_basis"] == BEST_FOUND]
     best_found = frozenset(unknown[["problem", "alpha", "target"]].itertuples(index=False, name=None))
     figures = regret_figures(bands, panels, styles, out, best_found, study.figures,
@@ -350,7 +355,7 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
 
 def effort_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, paths: dict[str, Path]) -> None:
     """What the study's reduced effort changes (:mod:`analysis.effort`): its CSV and section."""
-    cells = claims_module.cell_values(frame, study.aliases, study.reduced_effort)
+    cells = claims_module.study_cells(frame, study)
     table = effort_table(frame, cells)
     paths["effort.csv"] = out / "effort.csv"
     _csv_ready(table).to_csv(paths["effort.csv"], index=False)
@@ -366,7 +371,7 @@ def effort_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, pat
 
 def across_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, paths: dict[str, Path]) -> None:
     """The views across problems (:mod:`analysis.across`): their CSVs, figures and section."""
-    cells = claims_module.cell_values(frame, study.aliases, study.reduced_effort)
+    cells = claims_module.study_cells(frame, study)
     ranks, friedman, pairs = across.rank_tables(cells)
     tables = {"across_profiles": across.profile_table(cells, study.baseline), "across_ranks": ranks,
               "across_friedman": friedman, "across_pairs": pairs,
@@ -399,7 +404,7 @@ def across_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, pat
 def aggregate_tables(frame: pd.DataFrame, study: Study) -> dict[str, pd.DataFrame]:
     """The aggregate views of :mod:`analysis.aggregate`, by the name of their CSV (against the
     study's baseline where it names one)."""
-    cells = claims_module.cell_values(frame, study.aliases, study.reduced_effort)
+    cells = claims_module.study_cells(frame, study)
     return {"aggregate_iqm": iqm_table(cells), "aggregate_improvement": improvement_table(cells),
             "aggregate_relative": relative_iqm_table(cells, study.baseline)}
 

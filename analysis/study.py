@@ -185,6 +185,9 @@ class Study:
         reduced_effort: algorithms the study runs at their declared reduced effort
             (``reduced_options``): their cells at that effort are its default configuration in the
             claims and views, their cells at their defaults the variant ``effort=full``.
+        problem_options: problem -> algorithm -> the options the study's grid sets for that
+            algorithm on that problem (e.g. a source's sample size there): part of its default
+            configuration on that problem, not a variant.
     """
 
     name: str
@@ -199,6 +202,7 @@ class Study:
     complexity: Complexity | None = None
     across_problems: bool = False
     reduced_effort: tuple[str, ...] = ()
+    problem_options: dict[str, dict[str, dict]] = field(default_factory=dict)
 
     def claim(self, claim_id: str) -> Claim:
         """The claim called ``claim_id``; one-line ``KeyError`` otherwise."""
@@ -238,7 +242,7 @@ def load_study(name: str, check: bool = True) -> Study:
 #: The comparisons by the ``kind`` a TOML study names them with.
 KINDS: dict[str, type] = {c.kind: c for c in (Beats, OnPar, SameQueries, Cheaper)}
 _STUDY_KEYS = {"name", "description", "baseline", "grids", "claims", "figures", "aliases", "colours",
-               "across_problems", "reduced_effort"}
+               "across_problems", "reduced_effort", "problem_options"}
 
 
 def study_from_toml(path: Path, check: bool = True) -> Study:
@@ -248,6 +252,9 @@ def study_from_toml(path: Path, check: bool = True) -> Study:
         description = "my method against V-UCB"
         baseline = "random"                      # optional: the aggregate view's baseline
         across_problems = true                   # optional: profiles, ranks, cost against quality
+        reduced_effort = ["rhokg-apx"]           # optional: run at its declared reduced effort
+        [problem_options."branin-1-1-discrete"]  # optional: options the grid sets on one problem,
+        "rhokg-apx" = { num_fantasies = 10 }     # part of the default configuration there
 
         [grids.mine]                             # any number of grids, each a grid file's keys
         seeds = [0, 1, 2]
@@ -299,7 +306,11 @@ def study_from_toml(path: Path, check: bool = True) -> Study:
                      for k, v in _table(data.get("aliases", {}), "aliases").items()},
             colours={str(k): int(v) for k, v in _table(data.get("colours", {}), "colours").items()},
             across_problems=_flag(data.get("across_problems", False), "across_problems"),
-            reduced_effort=_names(data.get("reduced_effort", []), "reduced_effort"))
+            reduced_effort=_names(data.get("reduced_effort", []), "reduced_effort"),
+            problem_options={str(p): {str(a): dict(_table(o, f"problem_options.{p}.{a}"))
+                                      for a, o in _table(algorithms, f"problem_options.{p}").items()}
+                             for p, algorithms in _table(data.get("problem_options", {}),
+                                                         "problem_options").items()})
     except (TypeError, ValueError, KeyError) as error:
         raise ValueError(f"study {path}: {str(error).strip(chr(39) + chr(34))}") from None
     return check_study(study, str(path)) if check else study
@@ -404,6 +415,10 @@ def check_study(study: Study, where: str | None = None) -> Study:
             _known(algorithm, ALGORITHMS, "series", f"study {where}, figure {figure.name}")
     for algorithm, _ in (study.complexity.labels if study.complexity else {}):
         _known(algorithm, ALGORITHMS, "algorithm", f"study {where}, complexity labels")
+    for problem, algorithms in study.problem_options.items():
+        _known(problem, PROBLEMS, "problem", f"study {where}, problem_options")
+        for algorithm in algorithms:
+            _known(algorithm, ALGORITHMS, "algorithm", f"study {where}, problem_options.{problem}")
     return study
 
 

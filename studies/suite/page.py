@@ -20,6 +20,7 @@ import pandas as pd
 
 from analysis import pages
 from analysis.across import choice_table
+from analysis.claims import EQUIVALENCE_MARGIN
 from analysis.report import read_frame
 from problems.measures import RISK_MEASURES
 from studies.suite.study import STUDY
@@ -66,17 +67,32 @@ def choice_block(choices: pd.DataFrame) -> str:
     return pages.md_table(pd.DataFrame(rows))
 
 
+#: The effort table's columns as the page names them (``analysis.effort.effort_table``).
+EFFORT_COLUMNS = {"problem": "problem", "algorithm": "method", "n_seeds": "paired seeds",
+                  "median_d": "median of full - reduced (log10 regret)",
+                  "p_difference": "p, any difference",
+                  "p_equivalent": f"p, equivalent within +-{EQUIVALENCE_MARGIN} log10",
+                  "time_ratio": "time per iteration, full / reduced", "note": "note"}
+
+
+def effort_block(effort: pd.DataFrame) -> str:
+    """What the reduced effort changes, per problem and method (the report's ``effort.csv``)."""
+    if effort.empty:
+        return "No cell ran at both efforts."
+    return pages.md_table(effort[list(EFFORT_COLUMNS)].rename(columns=EFFORT_COLUMNS).fillna(""))
+
+
 def blocks(results: Path) -> dict[str, str]:
     """Every generated block of the page from the published folder ``results``."""
     report = results / "_report"
     overall = pd.read_csv(report / "claims_overall.csv")
     frame, _, _ = read_frame(results)
-    choices = choice_table(frame, KINDS, tuple(BUDGETS), STUDY.aliases, STUDY.reduced_effort)
+    choices = choice_table(frame, KINDS, tuple(BUDGETS), STUDY)
     effort = pd.read_csv(report / "effort.csv") if (report / "effort.csv").is_file() else pd.DataFrame()
     return {"suite-provenance": pages.provenance_block(results, "suite/constraints.txt"),
             "suite-verdicts": verdict_block(overall.loc[overall["claim"].str.startswith("S")]),
             "suite-choice": choice_block(choices),
-            "suite-effort": pages.md_table(effort) if not effort.empty else "No cell ran at both efforts."}
+            "suite-effort": effort_block(effort)}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,7 +27,7 @@ margin) at its cost (S2).
 from __future__ import annotations
 
 from analysis.study import Beats, Cheaper, Claim, Figure, OnPar, Study
-from studies.suite.grids import GRIDS
+from studies.suite.grids import GRIDS, OPTIONS
 
 BORISK = ("branin-williams-2-2", "marzat-f6-4-3", "newsvendor-1-2", "portfolio-3-2")
 CVUCB_PAPER = ("hartmann6-5-1", "hartmann6-1-5", "yacht-5-1", "portfolio-3-2")
@@ -77,4 +77,6 @@ STUDY = Study(
     across_problems=True,
     # the suite's effort (studies.suite.grids.REDUCED): its cells at it are the default configuration
     reduced_effort=("rhokg-apx", "rhokg-oneshot", "botorch-risk"),
+    # the grid's options on one problem (BoRisk's 40 samples of W on f6): the default there
+    problem_options={p: {a: o} for (p, a), o in OPTIONS.items()},
 )

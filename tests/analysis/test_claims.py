@@ -341,3 +341,17 @@ def test_a_toml_claim_names_its_measure_and_an_unknown_one_is_refused(tmp_path) 
     (tmp_path / "bad.toml").write_text(text % "cvr")
     with pytest.raises(ValueError, match="unknown risk measure 'cvr'"):
         study_from_toml(tmp_path / "bad.toml")
+
+
+def test_a_toml_study_sets_options_on_one_problem_and_an_unknown_name_is_refused(tmp_path) -> None:
+    from analysis.study import study_from_toml
+
+    text = ('name = "t"\nreduced_effort = ["rhokg-apx"]\n[problem_options."%s"]\n'
+            '"rhokg-apx" = { num_w_samples = 40 }\n')
+    (tmp_path / "ok.toml").write_text(text % "marzat-f6-4-3")
+    study = study_from_toml(tmp_path / "ok.toml")
+    assert study.problem_options == {"marzat-f6-4-3": {"rhokg-apx": {"num_w_samples": 40}}}
+    assert study.reduced_effort == ("rhokg-apx",)
+    (tmp_path / "bad.toml").write_text(text % "marzat-f6")
+    with pytest.raises(ValueError, match="unknown problem 'marzat-f6'"):
+        study_from_toml(tmp_path / "bad.toml")

@@ -53,3 +53,37 @@ def test_the_efforts_are_paired_by_seed_and_tested_as_the_claims_are() -> None:
     assert row["median_d"] == pytest.approx(np.median(d))
     assert row["p_difference"] == pytest.approx(stats.wilcoxon(d, method="exact").pvalue)
     assert row["time_ratio"] == pytest.approx(15.0)
+
+
+@pytest.mark.parametrize("n, decidable", [(4, ()), (5, ("equivalence",)), (6, ("equivalence", "difference"))])
+def test_the_note_says_what_the_paired_seeds_can_decide(n: int, decidable: tuple[str, ...]) -> None:
+    """The smallest p an exact signed-rank test reaches on n pairs all of one sign is scipy's, here;
+    the note must say a test cannot decide exactly when that p is not below 0.05."""
+    frame = _frame({**{("reduced", s): -1.0 for s in range(n)}, **{("full", s): -2.0 - s for s in range(n)}},
+                   {"reduced": 1.0, "full": 2.0})
+    note = effort_table(frame, cell_values(frame, reduced=("botorch-risk",))).iloc[0]["note"]
+    d = -1.0 - np.arange(n)
+    two_sided = stats.wilcoxon(d, method="exact").pvalue
+    one_sided = stats.wilcoxon(d, method="exact", alternative="less").pvalue
+    assert ("difference" in decidable) == (two_sided < 0.05)
+    assert ("equivalence" in decidable) == (one_sided < 0.05)
+    if len(decidable) == 2:
+        assert note == ""
+    elif decidable == ("equivalence",):
+        assert "a difference cannot" in note
+    else:
+        assert "no test can decide" in note
+
+
+def test_options_a_study_sets_on_one_problem_are_its_default_there() -> None:
+    """``fixed`` (a study's problem_options): on its problem those options are no setting, at either
+    effort; on another problem the same options are a variant."""
+    frame = _frame({("reduced", 0): -1.0, ("full", 0): -2.0}, {"reduced": 1.0, "full": 10.0})
+    frame["options"] = frame["options"].map(lambda o: json.dumps({**json.loads(o), "w_set": 7},
+                                                                 sort_keys=True))
+    fixed = {"yacht-5-1": {"botorch-risk": {"w_set": 7}}}
+    cells = cell_values(frame, reduced=("botorch-risk",), fixed=fixed).set_index("final")
+    assert cells.loc[-1.0, "settings"] == "{}"
+    assert json.loads(cells.loc[-2.0, "settings"]) == {"effort": "full"}
+    elsewhere = cell_values(frame, reduced=("botorch-risk",), fixed={"hartmann6-5-1": fixed["yacht-5-1"]})
+    assert json.loads(elsewhere.set_index("final").loc[-1.0, "settings"]) == {"w_set": 7}

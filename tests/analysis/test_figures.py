@@ -293,3 +293,32 @@ def test_a_grid_with_some_problems_of_a_figure_says_which_it_never_planned(tmp_p
     assert texts["grid/fig3_discrete"] == ["not in this grid"] * 3
     assert "grid/fig_alpha0" not in texts
     assert texts["none/fig3_discrete"] == ["not run"] * 3 and texts["none/fig_alpha0"] == ["not run"] * 4
+
+
+def test_a_study_labels_its_reduced_effort_plain_and_the_full_effort_as_a_variant() -> None:
+    """A study's reduced effort (and a problem's own options) is its default: those series are named
+    by the algorithm alone and share one style; the defaults, its full effort, are ``effort=full``."""
+    from algorithms.botorch_risk import BotorchRisk
+    from analysis.claims import cell_values
+    from analysis.figures import shown_options
+
+    reduced = dict(BotorchRisk.reduced_options("discrete"))  # every problem below has a discrete Z
+    rows = []
+    for problem, options in (("branin-williams-2-2", reduced), ("hartmann6-5-1", {**reduced, "w_set": 40}),
+                             ("yacht-5-1", {})):
+        for t in range(2):
+            rows.append({"problem": problem, "algorithm": "botorch-risk", "alpha": 0.3, "target": "cvar",
+                         "options": json.dumps(options, sort_keys=True), "iterations": 1, "seed": 0,
+                         "iteration": t, "log10_regret": -1.0, "t_acq_s": 1.0})
+    frame = pd.DataFrame(rows)
+    fixed = {"hartmann6-5-1": {"botorch-risk": {"w_set": 40}}}
+    cells = cell_values(frame, reduced=("botorch-risk",), fixed=fixed)
+    series = list(dict.fromkeys(zip(frame["algorithm"], frame["options"], strict=True)))
+    styles = series_styles(series, STUDY.colours, shown_options(cells))
+    labels = {options: styles["botorch-risk", options].label for _, options in series}
+    assert labels == {json.dumps(reduced, sort_keys=True): "botorch-risk",
+                      json.dumps({**reduced, "w_set": 40}, sort_keys=True): "botorch-risk",
+                      "{}": "botorch-risk effort=full"}
+    a, b = (styles["botorch-risk", o] for o, label in labels.items() if label == "botorch-risk")
+    assert (a.colour, a.linestyle, a.marker) == (b.colour, b.linestyle, b.marker)
+    assert series_styles(series, STUDY.colours)["botorch-risk", "{}"].label == "botorch-risk"  # no study
