@@ -198,6 +198,18 @@ def legend_and_key(fig, handles: list, labels: list[str], key_lines: list[str], 
     if suptitle:
         fit_suptitle(fig, suptitle, width_in)
     fig.tight_layout(rect=(0.0, bottom_in / height, 1.0, 1.0))
+    if suptitle and _title_overlaps(fig):  # tight_layout left the title too little room (tall grids)
+        title_in = fig._suptitle.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi
+        fig.tight_layout(rect=(0.0, bottom_in / height, 1.0, 1.0 - (title_in + _PAD_IN) / height))
+
+
+def _title_overlaps(fig) -> bool:
+    """Whether the figure's title runs into a visible panel or its title."""
+    renderer = fig.canvas.get_renderer()
+    title = fig._suptitle.get_window_extent(renderer)
+    boxes = [ax.get_window_extent(renderer) for ax in fig.axes if ax.get_visible()]
+    boxes += [ax.title.get_window_extent(renderer) for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    return any(title.overlaps(box) for box in boxes)
 
 
 def fit_suptitle(fig, text: str, width_in: float) -> None:
@@ -253,6 +265,8 @@ def layout_problems(fig) -> list[str]:
         for ax in panels:
             if box.overlaps(ax.get_window_extent(renderer)):
                 problems.append(f"the figure legend covers the panel {ax.get_title()[:40]!r}")
+    if fig._suptitle is not None and fig._suptitle.get_text() and _title_overlaps(fig):
+        problems.append(f"the figure title {fig._suptitle.get_text()[:30]!r} runs into a panel")
     titles = [(ax.title, ax.title.get_window_extent(renderer)) for ax in panels if ax.get_title()]
     for i, (first, a) in enumerate(titles):
         for second, b in titles[i + 1:]:

@@ -40,7 +40,9 @@ source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
 # the publication's folder is rendered through one page (reproduction.md includes its README.md);
 # its thousands of Parquet files and its report are not sources
-exclude_patterns = ["_build", "reproduction/**", ".venv", "**/.ipynb_checkpoints"]
+# suite.md, the suite's page, joins the site (index.md's toctree) when the suite is published: until
+# then its generated blocks are empty (issue 40)
+exclude_patterns = ["_build", "reproduction/**", ".venv", "**/.ipynb_checkpoints", "suite.md"]
 
 myst_enable_extensions = ["colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3
@@ -82,7 +84,7 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
-html_sidebars = {"index": [], "reproduction": []}
+html_sidebars = {"index": [], "reproduction": [], "suite": []}
 html_context = {"default_mode": "light"}
 templates_path = ["_templates"]
 copybutton_prompt_text = r"\$ "

@@ -58,7 +58,7 @@ CLAIMS = (
 )
 
 FIGURES = (
-    Figure("fig_suite_cvar", "The suite, CVaR (log10 CVaR regret, 70% band)", PROBLEMS, (2, 4), "cvar",
+    Figure("fig_suite_cvar", "The suite, CVaR (log10 CVaR regret, 70% band)", PROBLEMS, (4, 2), "cvar",
            ("cvucb", "cvts", APX, ONESHOT, "botorch-risk", "rahbo", "random")),
     Figure("fig_suite_var", "The suite, VaR: Branin-Williams (log10 VaR regret, 70% band)",
            ("branin-williams-2-2",), (1, 1), "var",

@@ -21,8 +21,10 @@ from analysis.figures import (
     timing_figure,
 )
 from studies.nguyen2021.study import STUDY
+from studies.suite.study import STUDY as SUITE
 
-FIGURES = STUDY.figures
+#: the paper's figures and the suite's (a tall 4 x 2 grid of panels among them)
+FIGURES = STUDY.figures + SUITE.figures
 
 
 def _bands(rows: list[tuple[str, float, str, int]]) -> pd.DataFrame:
@@ -111,12 +113,13 @@ def _series_bands(problems: tuple[str, ...], target: str, alpha: float, series: 
 
 
 def _collect(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    """Record the layout problems of every figure as it is saved."""
+    """Record the layout problems of every figure as it is saved (each drawing of a name adds its own:
+    a later, emptier drawing must not hide an earlier one's)."""
     found: dict[str, list[str]] = {}
     save = figures_module.save_figure
 
     def checked(fig, out: Path, name: str) -> dict[str, Path]:
-        found[name] = layout_problems(fig)
+        found[name] = found.get(name, []) + layout_problems(fig)
         return save(fig, out, name)
 
     monkeypatch.setattr(figures_module, "save_figure", checked)
