@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.across import cliques
-from analysis.figures import fit_suptitle, legend_and_key, log_ticks, save_figure
+from analysis.figures import legend_and_key, log_ticks, save_figure
 from problems.measures import RISK_MEASURES
 
 
@@ -23,18 +23,10 @@ def _target_label(target: str) -> str:
     return measure.label if measure is not None else target
 
 
-#: Inches kept above the panels for the figure's title.
-_TITLE_IN = 0.5
-
-
 def _finish(fig, handles: list, labels: list[str], width: float, height: float, title: str) -> None:
-    """The legend under the panels (:func:`analysis.figures.legend_and_key`), then the title in a
-    band of its own above them (tight_layout would let it overlap the top row's titles)."""
-    legend_and_key(fig, handles, labels, [], width, height + _TITLE_IN, "")
-    total = fig.get_figheight()
-    fig.subplots_adjust(top=1.0 - _TITLE_IN / total)
-    fit_suptitle(fig, title, width)
-    fig.suptitle(fig.get_suptitle(), y=1.0 - 0.08 / total, fontsize=11)
+    """The legend under the panels and the title above them (:func:`analysis.figures.legend_and_key`,
+    which gives a wrapped title the room it needs)."""
+    legend_and_key(fig, handles, labels, [], width, height, title)
 
 
 def profile_figure(profiles: pd.DataFrame, colour: dict[str, str], baseline: str, out: Path
