@@ -71,7 +71,7 @@ STUDY = Study(
     baseline="random",
     grids=GRIDS,
     figures=FIGURES,
-    colours={"vucb-prob": 1, "rhokg-apx": 2, "cvucb": 4, "botorch-risk": 5, "random": 7, "cvts": 6,
+    colours={"vucb-prob": 1, "rhokg-apx": 2, "cvucb": 4, "botorch-risk": 0, "random": 7, "cvts": 6,
              "rhokg-oneshot": 3, "rahbo": 8},
     description="The field's suite: BoRisk's and the CV-UCB paper's problems against the field's methods",
     across_problems=True,
