@@ -31,6 +31,21 @@ def md_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+#: How a page writes a verdict: the decided ones in bold.
+VERDICT_MARK = {"reproduced": "**reproduced**", "not reproduced": "**not reproduced**",
+                "inconclusive": "inconclusive", "not run": "not run"}
+
+
+def verdict_block(overall: pd.DataFrame, statement: str = "statement") -> str:
+    """One row per claim of ``overall`` (a report's ``claims_overall.csv``): its statement (under the
+    column name ``statement``), its verdict by each statistic and its sub-claims."""
+    return md_table(pd.DataFrame({
+        "claim": overall["claim"], statement: overall["statement"],
+        "final log10 regret": overall["verdict"].map(VERDICT_MARK),
+        "mean of the last 10": overall["verdict_last10"].fillna("").map(lambda v: VERDICT_MARK.get(v, v)),
+        "sub-claims (final)": overall["sub-claims"]}))
+
+
 def provenance_block(results: Path, constraints: str) -> str:
     """Which commits, environments and hosts produced the cells, how many, and their CPU time;
     ``constraints``: where the published pins are (as the page names it)."""

@@ -63,8 +63,7 @@ FIGURES = [
      "for the GP prediction ... and O(|D_z| log |D_z|) for the sorting (Section 3.3); ρKG^apx is the "
      "costlier baseline.", ("C8",)),
 ]
-VERDICT_MARK = {"reproduced": "**reproduced**", "not reproduced": "**not reproduced**",
-                "inconclusive": "inconclusive", "not run": "not run"}
+VERDICT_MARK = pages.VERDICT_MARK
 
 
 def provenance_block(results: Path) -> str:
@@ -74,12 +73,7 @@ def provenance_block(results: Path) -> str:
 
 def verdict_block(overall: pd.DataFrame) -> str:
     """One row per claim: the statement, the verdict by each statistic, the sub-claim counts."""
-    table = pd.DataFrame({
-        "claim": overall["claim"], "the paper says": overall["statement"],
-        "final log10 regret": overall["verdict"].map(VERDICT_MARK),
-        "mean of the last 10": overall["verdict_last10"].fillna("").map(lambda v: VERDICT_MARK.get(v, v)),
-        "sub-claims (final)": overall["sub-claims"]})
-    return md_table(table)
+    return pages.verdict_block(overall, "the paper says")
 
 
 def figure_block(stem: str, title: str, statement: str, claims: tuple[str, ...],

@@ -37,17 +37,11 @@ KINDS: dict[str, tuple[str, ...]] = {
 }
 #: The budgets: a quarter of each problem's iterations, and all of them.
 BUDGETS = {0.25: "a quarter", 1.0: "all"}
-VERDICT_MARK = {"reproduced": "**reproduced**", "not reproduced": "**not reproduced**",
-                "inconclusive": "inconclusive", "not run": "not run"}
 
 
 def verdict_block(overall: pd.DataFrame) -> str:
     """One row per claim: its statement, its verdict by each statistic and its sub-claims."""
-    return pages.md_table(pd.DataFrame({
-        "claim": overall["claim"], "statement": overall["statement"],
-        "final log10 regret": overall["verdict"].map(VERDICT_MARK),
-        "mean of the last 10": overall["verdict_last10"].fillna("").map(lambda v: VERDICT_MARK.get(v, v)),
-        "sub-claims (final)": overall["sub-claims"]}))
+    return pages.verdict_block(overall)
 
 
 def choice_block(choices: pd.DataFrame) -> str:
