@@ -36,7 +36,7 @@ from analysis.aggregate import CONFIDENCE, RESAMPLES, SEED, SETTING, default_fin
 from analysis.claims import study_cells
 from analysis.power import holm
 from analysis.signed_rank import signed_rank_p
-from analysis.study import NO_STUDY, Study
+from harness.study import NO_STUDY, Study
 
 #: Points of a profile's tau grid.
 PROFILE_POINTS = 121

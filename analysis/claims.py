@@ -61,7 +61,7 @@ import pandas as pd
 
 from analysis.power import holm, power, seeds_for_power
 from analysis.signed_rank import rank_biserial, signed_rank_p, tost_p
-from analysis.study import Comparison, Study
+from harness.study import Comparison, Study
 from problems.measures import RISK_MEASURES
 
 SIGNIFICANCE = 0.05
@@ -133,7 +133,7 @@ def cell_values(frame: pd.DataFrame, aliases: dict[str, str] | None = None,
     its last :data:`LAST_ITERATIONS` iterations, iteration 0 excluded unless it is all there is),
     ``time`` (median t_acq_s over iterations >= 1), ``arm`` (the algorithm the claims know it as) and
     ``settings`` (canonical JSON of its non-default settings, ``algorithm`` for an alias).
-    ``aliases``: the study's algorithms that stand in for another one (:class:`analysis.study.Study`).
+    ``aliases``: the study's algorithms that stand in for another one (:class:`harness.study.Study`).
     ``reduced``: the study's algorithms run at their declared reduced effort (its
     ``reduced_effort``): a cell of one whose options hold that effort counts as default (those
     options are not settings), one without them is the variant ``effort=full``. ``fixed``: problem
@@ -489,7 +489,7 @@ def _comparison_subs(frame: pd.DataFrame, cells: pd.DataFrame, claim: str, compa
 
 def _cheaper_subs(cells: pd.DataFrame, claim: str, comparison: Comparison,
                   named: dict[str, dict]) -> list[Sub]:
-    """A :class:`~analysis.study.Cheaper` comparison: on each of its problems (every problem where
+    """A :class:`~harness.study.Cheaper` comparison: on each of its problems (every problem where
     ``b`` ran when it names none), each of its ``a`` that ran there (the last where none did)."""
     b = comparison.b
     problems = comparison.problems or tuple(sorted(set(cells.loc[cells["arm"] == b, "problem"])))

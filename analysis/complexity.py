@@ -1,7 +1,7 @@
 """Computational complexity: how a method's time grows with |D| (observations) and |Dz| (the size
 of Z's support), fitted as log-log slopes, next to the exponents a study's formulas predict.
 
-A study declares its methods' cost formulas (:class:`analysis.study.Complexity`): the paper study's
+A study declares its methods' cost formulas (:class:`harness.study.Complexity`): the paper study's
 are its Section 3.2 (``studies/nguyen2021/complexity.py``), e.g. O(n |Dz| (|D|^2 + log |Dz|)) per
 iteration for V-UCB and O(|D|^3) per likelihood evaluation for an exact GP fit, whatever |Dz|. A power
 law t = c s^k is a straight line of slope k in log t against log s, so each (method, varied size) is
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.study import Complexity
+from harness.study import Complexity
 
 #: The method label of every GP fit (the fit does not depend on the method).
 FIT_METHOD = "gp-fit"
@@ -122,7 +122,7 @@ def slope_table(frame: pd.DataFrame, level: float = 0.95, complexity: Complexity
         frame: timings with columns ``method``, ``varied`` ("D" or "Dz"), ``size`` (the varied
             size), ``fixed`` (the other size), ``seconds`` (one row per timed repetition).
         level: confidence level of the intervals.
-        complexity: the study's formulas and exponents (:class:`analysis.study.Complexity`).
+        complexity: the study's formulas and exponents (:class:`harness.study.Complexity`).
     """
     rows = []
     for (method, varied, fixed), group in frame.groupby(["method", "varied", "fixed"], sort=True):
@@ -156,7 +156,7 @@ def timing_points(timings: pd.DataFrame, clock: str = "cpu_seconds",
         timings: :func:`harness.results.read_timings` output.
         clock: ``"cpu_seconds"`` (default: process CPU time, robust to other processes on the
             machine) or ``"seconds"`` (wall clock).
-        complexity: the study's method labels (:class:`analysis.study.Complexity`).
+        complexity: the study's method labels (:class:`harness.study.Complexity`).
     """
     if timings.empty:
         return pd.DataFrame(columns=["method", "varied", "size", "fixed", "seconds", "n_obs", "n_z"])

@@ -26,7 +26,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 
 from analysis.complexity import FIT_METHOD
 from analysis.data import options_text
-from analysis.study import Figure
+from harness.study import Figure
 from problems.measures import DEFAULT_RISK, RISK_MEASURES, WORST_CASE, risk_measure
 
 #: The palette; a study fixes some algorithms' colours (its ``colours``), the rest get the next

@@ -51,7 +51,6 @@ from analysis.bands import band_table
 from analysis.claims import DEFAULT_VARIANT, claims_table
 from analysis.data import SERIES_KEYS, final_rows
 from analysis.report import read_frame, results_study
-from analysis.study import Claim, PairComparison, Study
 from harness.cell import CellResult, run_cell
 from harness.cli import EXIT_USAGE, Parser, UsageError, add_kernels_argument, kernels_line
 from harness.grid import cell_label
@@ -59,6 +58,7 @@ from harness.grid_cli import duration_text
 from harness.results import cell_files, cell_path, check_cell_file, read_cell, spec_from_dict, spec_hash
 from harness.spec import CellSpec
 from harness.store import write_cell
+from harness.study import Claim, PairComparison, Study
 
 PROG = "python -m analysis.recheck"
 EXIT_DISAGREES = 1

@@ -72,10 +72,10 @@ from analysis.figures import (
     value_figure,
 )
 from analysis.provenance import analysis_environment, cell_status
-from analysis.study import NO_STUDY, Complexity, Study, load_study, study_of_grid
 from analysis.summary import final_summary, pivot_tables
 from analysis.timing import ratio_table, timing_table
 from harness.results import location, read_timings
+from harness.study import NO_STUDY, Complexity, Study, load_study, study_of_grid
 from problems.measures import DEFAULT_RISK, WORST_CASE
 
 EXIT_NEGATIVE_REGRET = 1
@@ -247,7 +247,7 @@ def read_frame(results: Path, floor: float = DEFAULT_FLOOR, also: tuple[Path, ..
 def results_study(results: Path) -> Study:
     """The study a results folder belongs to: the one its grid record names (``_grid.json``'s
     ``study``), else the installed study that declares a grid of its grid's name, else none
-    (:data:`~analysis.study.NO_STUDY`: no claims)."""
+    (:data:`~harness.study.NO_STUDY`: no claims)."""
     grid = read_grid_record(results)
     if grid.get("study"):
         return load_study(grid["study"])
@@ -573,7 +573,7 @@ def _claims_section(doc: Document, verdicts: pd.DataFrame, study: Study) -> None
     """The study's claims, one verdict each, and what they say."""
     doc.heading("Claims")
     if not study.claims:
-        doc.para("These results belong to no study (analysis.study: a study declares its claims), so "
+        doc.para("These results belong to no study (harness.study: a study declares its claims), so "
                  "no claim is tested; give one with --study NAME.")
     doc.para(f"The claims of the study '{study.name}' ({study.description}) and whether this folder "
              "reproduces them in the default configuration, by the last iteration's regret ('verdict') "

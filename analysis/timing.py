@@ -3,7 +3,7 @@
 Per-iteration figures use iterations >= 1 (iteration 0 fits the initial design and proposes
 nothing). Total cell time is the sum over all rows of ``t_fit_s + t_acq_s + t_rec_s + t_eval_s``:
 the work of the BO loop, without process start-up, imports or Ray scheduling. The ratios compare the
-pairs a study's "cheaper" claims name (:class:`analysis.study.Cheaper`).
+pairs a study's "cheaper" claims name (:class:`harness.study.Cheaper`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.data import CELL_KEYS, SERIES_KEYS, options_text
-from analysis.study import NO_STUDY, Cheaper, Study
+from harness.study import NO_STUDY, Cheaper, Study
 
 _TIMINGS = ["t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"]
 
@@ -48,7 +48,7 @@ RATIO_COLUMNS = [*_RATIO_KEYS, "costlier", "cheaper", "acq_ratio", "fit_ratio", 
 
 def cost_pairs(study: Study) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
     """(problems, cheaper algorithms, costlier algorithms) of every "cheaper" comparison of the
-    study's claims (:class:`analysis.study.Cheaper`; no problems: every problem), each side with the
+    study's claims (:class:`harness.study.Cheaper`; no problems: every problem), each side with the
     algorithms that stand in for its own as variants (``study.aliases``), without repeats."""
 
     def with_variants(names: tuple[str, ...]) -> tuple[str, ...]:

@@ -37,9 +37,9 @@ from algorithms import ALGORITHMS, algorithm_factory, build_algorithm, supports
 from algorithms.cost import DEFAULT_ITERATION_S, ProblemSize, iteration_seconds
 from algorithms.gp import DEFAULT_GP, GP_PROFILES
 from algorithms.options import declared_options, validate_options
-from analysis.study import installed_studies, load_study
 from harness.complexity import estimate_timing_seconds
 from harness.spec import RISKS, CellSpec
+from harness.study import installed_studies, load_study
 from problems import PROBLEMS, DiscreteZ, build_problem
 from problems.checks import positive_int
 from problems.measures import DEFAULT_RISK
@@ -164,7 +164,7 @@ ENGINE_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid}
 def named_grids(study: str | None = None) -> dict[str, Callable[[], Grid]]:
     """Every named grid: ``study``'s (a study's name, import path or TOML file: ``--study``) first,
     then the smoke grid, then the grids of the installed studies
-    (:func:`analysis.study.installed_studies`, in name order; a grid of a name taken before is left
+    (:func:`harness.study.installed_studies`, in name order; a grid of a name taken before is left
     out). Each study's grid records the study."""
     grids: dict[str, Callable[[], Grid]] = {}
     if study is not None:  # the user's: checked before anything runs

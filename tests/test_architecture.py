@@ -1,6 +1,7 @@
 """The house rules, checked on the source: data flows one way (problems and algorithms never import
-the harness or analysis), no module imports another that imports it back (directly or through a
-chain, counting imports inside functions), and no module imports another's private names."""
+the harness or analysis; the harness never imports analysis), no module imports another that imports
+it back (directly or through a chain, counting imports inside functions), and no module imports
+another's private names."""
 
 import ast
 from pathlib import Path
@@ -30,6 +31,14 @@ def test_problems_and_algorithms_never_import_the_harness_or_analysis() -> None:
     for module, targets in imports().items():
         if module.split(".")[0] in ("problems", "algorithms"):
             bad = sorted(m for m, _ in targets if m.split(".")[0] in ("harness", "analysis"))
+            assert not bad, f"{module} imports {bad}"
+
+
+def test_the_harness_never_imports_analysis() -> None:
+    """Rows flow from the harness to analysis; a study's grids are read through harness.study."""
+    for module, targets in imports().items():
+        if module.split(".")[0] == "harness":
+            bad = sorted(m for m, _ in targets if m.split(".")[0] == "analysis")
             assert not bad, f"{module} imports {bad}"
 
 

@@ -18,9 +18,9 @@ import math
 from collections.abc import Callable
 
 from analysis.complexity import FIT_METHOD
-from analysis.study import Complexity
 from harness.complexity import SIZES_D, SIZES_Z, complexity_cells
 from harness.grid import Grid
+from harness.study import Complexity
 
 #: rho-KG^apx is timed at a reduced search effort (the smoke grid's: fewer restarts and raw
 #: samples, at most 100 L-BFGS-B iterations). The effort multiplies the number of acquisition

@@ -7,7 +7,7 @@ tested is the engine's (:mod:`analysis.claims`).
 
 from __future__ import annotations
 
-from analysis.study import Beats, Cheaper, Claim, Figure, OnPar, SameQueries, Study
+from harness.study import Beats, Cheaper, Claim, Figure, OnPar, SameQueries, Study
 from studies.nguyen2021.complexity import COMPLEXITY
 from studies.nguyen2021.grids import GRIDS
 

@@ -26,7 +26,7 @@ margin) at its cost (S2).
 
 from __future__ import annotations
 
-from analysis.study import Beats, Cheaper, Claim, Figure, OnPar, Study
+from harness.study import Beats, Cheaper, Claim, Figure, OnPar, Study
 from studies.suite.grids import GRIDS, OPTIONS
 
 BORISK = ("branin-williams-2-2", "marzat-f6-4-3", "newsvendor-1-2", "portfolio-3-2")

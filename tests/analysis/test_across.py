@@ -12,7 +12,7 @@ from scipy import stats
 
 from analysis import across
 from analysis.report import Document, across_part
-from analysis.study import Study
+from harness.study import Study
 
 RNG = np.random.default_rng(11)
 

@@ -315,7 +315,7 @@ def test_the_reduced_search_effort_is_named_as_such() -> None:
 def test_a_claim_on_cvar_reads_the_cvar_cells_and_names_the_measure() -> None:
     """The same pair run at both measures: a CVaR claim decides on the CVaR cells alone (A wins
     there and loses on VaR), and a VaR claim on the VaR cells."""
-    from analysis.study import Beats, Claim, Study
+    from harness.study import Beats, Claim, Study
 
     study = Study("t", claims=(Claim("V", "var", (Beats(("branin-1-1-discrete",), "cvucb", "random"),)),
                                Claim("W", "cvar", (Beats(("branin-1-1-discrete",), "cvucb", "random",
@@ -332,7 +332,7 @@ def test_a_claim_on_cvar_reads_the_cvar_cells_and_names_the_measure() -> None:
 
 
 def test_a_toml_claim_names_its_measure_and_an_unknown_one_is_refused(tmp_path) -> None:
-    from analysis.study import study_from_toml
+    from harness.study import study_from_toml
 
     text = ('name = "t"\n[[claims]]\nid = "W"\ncomparisons = [{ kind = "beats", problems = '
             '["branin-1-1-discrete"], a = "cvucb", b = "random", target = "%s" }]\n')
@@ -344,7 +344,7 @@ def test_a_toml_claim_names_its_measure_and_an_unknown_one_is_refused(tmp_path) 
 
 
 def test_a_toml_study_sets_options_on_one_problem_and_an_unknown_name_is_refused(tmp_path) -> None:
-    from analysis.study import study_from_toml
+    from harness.study import study_from_toml
 
     text = ('name = "t"\nreduced_effort = ["rhokg-apx"]\n[problem_options."%s"]\n'
             '"rhokg-apx" = { num_w_samples = 40 }\n')

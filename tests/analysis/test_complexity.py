@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from analysis.complexity import NO_COMPLEXITY, fit_slope, method_label, slope_table
-from analysis.study import Complexity
+from harness.study import Complexity
 from studies.nguyen2021.complexity import COMPLEXITY, PAPER_EXPONENTS
 
 

@@ -4,8 +4,8 @@
 import pandas as pd
 import pytest
 
-from analysis.study import NO_STUDY, Beats, Cheaper, Claim, Study
 from analysis.timing import RATIO_COLUMNS, cost_pairs, ratio_table
+from harness.study import NO_STUDY, Beats, Cheaper, Claim, Study
 
 
 def _timing(rows: list[tuple[str, str, str, float]]) -> pd.DataFrame:

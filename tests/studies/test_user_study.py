@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from analysis.report import main as report_main
-from analysis.study import Beats, load_study
 from harness.cell import run_cell
 from harness.grid import resolve_grid
 from harness.run import main as run_main
 from harness.store import write_cell, write_manifest
+from harness.study import Beats, load_study
 
 STUDY = """
 name = "mine"
