@@ -25,12 +25,13 @@ Comparisons (each is one sub-claim per problem; see :mod:`analysis.claims` for t
 from __future__ import annotations
 
 import difflib
+import functools
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from algorithms import ALGORITHMS
 from problems import PROBLEMS
@@ -311,21 +312,28 @@ def study_from_toml(path: Path, check: bool = True) -> Study:
                                       for a, o in _table(algorithms, f"problem_options.{p}").items()}
                              for p, algorithms in _table(data.get("problem_options", {}),
                                                          "problem_options").items()})
-    except (TypeError, ValueError, KeyError) as error:
-        raise ValueError(f"study {path}: {str(error).strip(chr(39) + chr(34))}") from None
+    except (TypeError, ValueError, KeyError) as error:  # a KeyError's str() quotes its message
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        raise ValueError(f"study {path}: {message}") from None
     return check_study(study, str(path)) if check else study
 
 
-def _text(value: object, where: str) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{where} must be text, got {value!r}")
+#: What a TOML value of each Python type is called in a one-line error.
+_TYPE_WORDS: dict[type, str] = {str: "text", bool: "true or false", dict: "a table",
+                               list: "an array of tables"}
+
+
+def _typed(value: Any, where: str, kind: type) -> Any:
+    """``value`` if it is a ``kind`` (a TOML value's Python type), else a one-line ``ValueError``."""
+    if not isinstance(value, kind):
+        raise ValueError(f"{where} must be {_TYPE_WORDS[kind]}, got {value!r}")
     return value
 
 
-def _flag(value: object, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{where} must be true or false, got {value!r}")
-    return value
+_text = functools.partial(_typed, kind=str)
+_flag = functools.partial(_typed, kind=bool)
+_table = functools.partial(_typed, kind=dict)
+_list = functools.partial(_typed, kind=list)
 
 
 def _names(value: object, where: str) -> tuple[str, ...]:
@@ -334,18 +342,6 @@ def _names(value: object, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"{where} must be a name or a list of names, got {value!r}")
     return tuple(value)
-
-
-def _table(value: object, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise ValueError(f"{where} must be a table, got {value!r}")
-    return value
-
-
-def _list(value: object, where: str) -> list:
-    if not isinstance(value, list):
-        raise ValueError(f"{where} must be an array of tables, got {value!r}")
-    return value
 
 
 def _claim(data: object, i: int) -> Claim:

@@ -84,6 +84,13 @@ BAD = {
                        "unknown series 'stablopt'"),
     "unknown risk measure": ("target = \"var\"", "target = \"median\"", "unknown risk measure 'median'"),
     "not toml": ("[[claims]]", "[[claims]", "not valid TOML"),
+    "a number for text": ('baseline = "random"', "baseline = 3", "baseline must be text, got 3"),
+    "a table for a flag": ('baseline = "random"', 'baseline = "random"\nacross_problems = "yes"',
+                           "across_problems must be true or false, got 'yes'"),
+    "a list for a table": ('baseline = "random"', 'baseline = "random"\naliases = ["a"]',
+                           "aliases must be a table, got ['a']"),
+    "a number for a list": ("comparisons = [{ kind", "comparisons = 3\nx = [{ kind",
+                            "comparisons must be an array of tables, got 3"),
 }
 
 
