@@ -34,6 +34,7 @@ from scipy import stats
 
 from analysis.aggregate import CONFIDENCE, RESAMPLES, SEED, SETTING, default_finals
 from analysis.claims import study_cells
+from analysis.data import CELL_KEYS, TIMINGS
 from analysis.power import holm
 from analysis.signed_rank import signed_rank_p
 from harness.study import NO_STUDY, Study
@@ -42,9 +43,6 @@ from harness.study import NO_STUDY, Study
 PROFILE_POINTS = 121
 #: Level of the pairwise tests (after Holm's correction).
 LEVEL = 0.05
-#: The per-iteration timing columns of a row summed into its seconds per iteration.
-TIMINGS = ("t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s")
-CELL_KEYS = ["problem", "target", "options", "algorithm", "alpha", "iterations", "seed"]
 
 
 def _profile(*samples: np.ndarray, tau: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.across import CELL_KEYS, iteration_seconds
+from analysis.across import iteration_seconds
 from analysis.claims import EQUIVALENCE_MARGIN
+from analysis.data import CELL_KEYS
 from analysis.signed_rank import signed_rank_p, tost_p
 
 FULL = '{"effort": "full"}'

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.data import CELL_KEYS, SERIES_KEYS, options_text
+from analysis.data import CELL_KEYS, SERIES_KEYS, TIMINGS, options_text
 from harness.study import NO_STUDY, Cheaper, Study
-
-_TIMINGS = ["t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"]
 
 
 def _quantiles(grouped, column: str, prefix: str) -> pd.DataFrame:
@@ -29,8 +27,8 @@ def timing_table(frame: pd.DataFrame) -> pd.DataFrame:
     grouped = steps.groupby(SERIES_KEYS, sort=True, dropna=False)
     acq = _quantiles(grouped, "t_acq_s", "acq_s")
     fit = _quantiles(grouped, "t_fit_s", "fit_s")
-    totals = (frame[_TIMINGS].fillna(0.0).sum(axis=1).groupby([frame[k] for k in CELL_KEYS], dropna=False)
-              .sum().rename("total").reset_index())
+    per_row = frame[list(TIMINGS)].fillna(0.0).sum(axis=1)
+    totals = per_row.groupby([frame[k] for k in CELL_KEYS], dropna=False).sum().rename("total").reset_index()
     tot_grouped = totals.groupby(SERIES_KEYS, sort=True, dropna=False)
     total = _quantiles(tot_grouped, "total", "total_s")
     total["n_cells"] = tot_grouped.size()
