@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.kernels import host_summary
 from harness.results import read_metadata, result_files
 
 BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end generated: \2 -->)", re.S)
@@ -68,6 +69,7 @@ def provenance_block(results: Path, constraints: str) -> str:
         f"- environments (digest of every installed distribution, cells): {counted(environments)}; "
         f"the pins are `{constraints}`",
         f"- hosts (cells): {counted(hosts)}",
+        f"- kernels and CPUs: {'; '.join(host_summary(info))}",
         f"- main packages: `{packages}`",
     ])
 
