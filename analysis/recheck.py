@@ -52,7 +52,7 @@ from analysis.claims import DEFAULT_VARIANT, claims_table
 from analysis.data import SERIES_KEYS, final_rows
 from analysis.report import read_frame, results_study
 from harness.cell import CellResult, run_cell
-from harness.cli import EXIT_USAGE, Parser, UsageError, add_kernels_argument, kernels_line
+from harness.cli import EXIT_USAGE, Parser, UsageError, add_kernels_argument, exit_with, kernels_line
 from harness.grid import cell_label
 from harness.grid_cli import duration_text
 from harness.results import cell_files, cell_path, check_cell_file, read_cell, spec_from_dict, spec_hash
@@ -239,4 +239,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    sys.exit(main())
+    exit_with(main)

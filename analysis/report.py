@@ -74,6 +74,7 @@ from analysis.figures import (
 from analysis.provenance import analysis_environment, cell_status
 from analysis.summary import final_summary, pivot_tables
 from analysis.timing import ratio_table, timing_table
+from harness.cli import exit_with
 from harness.results import location, read_timings
 from harness.study import NO_STUDY, Complexity, Study, load_study, study_of_grid
 from problems.measures import DEFAULT_RISK, WORST_CASE
@@ -788,4 +789,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main)

@@ -7,14 +7,40 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from harness.kernels import NATIVE_FLAG, NATIVE_VARIABLE, host_record
 from harness.results import Location, location, packs
 
 EXIT_USAGE = 2
 EXIT_CELL_FAILED = 1
+#: The exit code of a command whose reader left the pipe early (``| head``), as SIGPIPE's would be.
+EXIT_CLOSED_PIPE = 141
+
+
+def exit_with(main: Callable[[], int]) -> NoReturn:
+    """Run a command's ``main`` and exit with its code. A reader that leaves the pipe early
+    (``python -m harness.status FOLDER | head``) ends the command quietly with
+    :data:`EXIT_CLOSED_PIPE`, as SIGPIPE ends a Unix tool, instead of a ``BrokenPipeError``
+    traceback (SIGPIPE itself stays ignored, as Python sets it: a socket's closed peer must not kill
+    a process)."""
+    try:
+        code = main()
+        sys.stdout.flush()  # here, so that a reader that has left is caught below
+    except BrokenPipeError:
+        quiet_stdout()
+        sys.exit(EXIT_CLOSED_PIPE)
+    sys.exit(code)
+
+
+def quiet_stdout() -> None:
+    """Point stdout at the null device, so that the exit's own flush of what is buffered for a reader
+    that has left raises nothing."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 class UsageError(Exception):

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness import packed
-from harness.cli import EXIT_USAGE, Parser, UsageError
+from harness.cli import EXIT_USAGE, Parser, UsageError, exit_with
 from harness.results import (
     CHECKPOINT_DIR,
     PROGRESS,
@@ -165,4 +165,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main)

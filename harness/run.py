@@ -50,6 +50,7 @@ from harness.catalog import width as catalog_width
 from harness.cell import CellSpec, run_cell
 from harness.cli import (
     EXIT_CELL_FAILED,
+    EXIT_CLOSED_PIPE,
     EXIT_USAGE,
     Parser,
     UsageError,
@@ -57,6 +58,7 @@ from harness.cli import (
     check_writable,
     out_location,
     parse_option,
+    quiet_stdout,
 )
 from harness.store import write_cell
 from problems import PROBLEMS, build_problem, get_problem
@@ -289,8 +291,8 @@ def cli() -> None:
         interrupts.report()
         sys.exit(interrupts.exit_code(error))
     except BrokenPipeError:  # the reader left (``--list | head``): stop quietly, as SIGPIPE would
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush goes nowhere
-        sys.exit(141)
+        quiet_stdout()
+        sys.exit(EXIT_CLOSED_PIPE)
     interrupts.set_handlers(interrupts.exit_at_once)  # all is closed: a signal now ends it at once
     sys.exit(code)
 

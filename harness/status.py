@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from harness.cli import EXIT_USAGE, Parser, UsageError, out_location
+from harness.cli import EXIT_USAGE, Parser, UsageError, exit_with, out_location
 from harness.grid import GridError, cell_label, resolve_grid
 from harness.grid_cli import classify
 from harness.kernels import host_summary
@@ -169,4 +169,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main)

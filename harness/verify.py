@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import torch
 
 from harness.cell import run_cell
-from harness.cli import EXIT_USAGE, Parser, UsageError, add_kernels_argument, out_location
+from harness.cli import EXIT_USAGE, Parser, UsageError, add_kernels_argument, exit_with, out_location
 from harness.grid import cell_label, select
 from harness.kernels import host_record
 from harness.results import DamagedFileError, Location, cell_files, read_cell, spec_from_dict
@@ -430,8 +430,7 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on Ctrl-C is KeyboardInterrupt
     try:
-        code = main()
+        exit_with(main)
     except KeyboardInterrupt:
         print("harness.verify: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
-    sys.exit(code)

@@ -254,13 +254,18 @@ def test_verbose_without_dry_run_is_one_line_and_exit_2(tmp_path: Path,
     assert not (tmp_path / "o").exists()
 
 
-def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path) -> None:
-    """``--dry-run | head -1``: once the reader has gone, the output goes nowhere, without a
-    traceback (here the reader is gone before the first line: the pipe's read end is closed)."""
+@pytest.mark.parametrize("argv", [
+    ["harness.run", "--grid", "smoke", "--dry-run", "--out", "{tmp}/never"],
+    ["harness.status", "docs/reproduction/paper-extra"],
+    ["harness.verify", "docs/reproduction/paper-extra", "--sample", "1"],
+], ids=["run --dry-run", "status", "verify"])
+def test_a_reader_that_leaves_early_gets_no_traceback(argv: list[str], tmp_path: Path) -> None:
+    """``--dry-run | head -1``, ``status | head``: once the reader has gone, the output goes nowhere,
+    without a traceback, and the command ends with 141 as SIGPIPE would end it (here the reader is
+    gone before the first line: the pipe's read end is closed; verify ends before it reruns)."""
     read, write = os.pipe()
-    driver = subprocess.Popen([sys.executable, "-m", "harness.run", "--grid", "smoke", "--dry-run",
-                               "--out", str(tmp_path / "never")], cwd=ROOT, stdout=write,
-                              stderr=subprocess.PIPE, text=True,
+    command = [sys.executable, "-m", *(a.format(tmp=tmp_path) for a in argv)]
+    driver = subprocess.Popen(command, cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True,
                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     os.close(write)
     os.close(read)
