@@ -34,9 +34,10 @@ from scipy import stats
 
 from analysis.aggregate import CONFIDENCE, RESAMPLES, SEED, SETTING, default_finals
 from analysis.claims import study_cells
-from analysis.data import CELL_KEYS, TIMINGS
+from analysis.data import CELL_KEYS
 from analysis.power import holm
 from analysis.signed_rank import signed_rank_p
+from harness.results import TIMINGS
 from harness.study import NO_STUDY, Study
 
 #: Points of a profile's tau grid.

@@ -21,8 +21,6 @@ from problems.measures import RISK_MEASURES
 SERIES_KEYS = ["problem", "alpha", "target", "algorithm", "options", "iterations"]
 #: Columns that identify a cell.
 CELL_KEYS = [*SERIES_KEYS, "seed"]
-#: The per-iteration timing columns of a row (seconds), summed into its seconds per iteration.
-TIMINGS = ("t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s")
 
 #: Regret at or below this value is drawn and tested at this value (log10 = -9). The optima are
 #: certified to about 1e-11 (docs/reference/problems.md) and VaR differences below 1e-9 are not resolved by

@@ -16,10 +16,10 @@ import sys
 
 from harness.cell import run_cell
 from harness.grid import estimate_seconds, smoke_options
+from harness.results import TIMINGS
 from harness.spec import CellSpec
 from problems import get_problem
 
-TIMINGS = ("t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s")
 #: (problem, algorithm, risk, iterations or "reduced"): the new methods on the suite's problems; the
 #: cheap ones long enough that a cell's fixed part (its initial fit) does not decide the ratio, the
 #: one-shot KGs (5-50 s an iteration) at ``--iterations``.

@@ -32,6 +32,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere: the packages of 
     sys.path.insert(0, str(ROOT))
 
 from harness.kernels import NATIVE_VARIABLE, PINNED, cpu_model, older_host_environment  # noqa: E402
+from harness.results import TIMINGS  # noqa: E402
 
 #: name -> (problem, algorithm, iterations, smoke grid's reduced options or not)
 CELLS = {
@@ -41,7 +42,6 @@ CELLS = {
     "robot-pushing": ("robot-push-3-2", "vucb-prob", 6, False),
 }
 COLUMNS = ("x", "z", "y", "x_rec", "regret")
-TIMINGS = ("t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s")
 
 
 def environments() -> dict[str, dict[str, str]]:

@@ -72,6 +72,9 @@ ROW_SCHEMA = pa.schema([
     ("t_rec_s", pa.float64()),
     ("t_eval_s", pa.float64()),
 ])
+#: A row's timings in seconds (the model update, the proposal, the recommendation, the evaluation of
+#: f), whose sum is the iteration's compute time.
+TIMINGS = ("t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s")
 #: Files written before the GP's hyperparameters were stored: read with the ``gp_*`` columns null.
 ROW_SCHEMA_V1 = ROW_SCHEMA
 #: The fitted hyperparameters after each iteration's model update (:func:`algorithms.gp.hyperparameters`).
