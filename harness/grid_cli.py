@@ -176,7 +176,7 @@ def _grid(args: argparse.Namespace) -> tuple[Grid, list[CellSpec]]:
     return grid, cells
 
 
-def _measured_rates(out: Path) -> dict[tuple, float]:
+def measured_rates(out: Path) -> dict[tuple, float]:
     """Seconds per iteration by (problem, algorithm, options), from the finished cells in ``out``
     (options as a cell spec holds them: sorted (name, value) pairs)."""
     totals: dict[tuple, list[float]] = {}
@@ -455,7 +455,7 @@ def _plan(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], out: Loca
         to_run = [c for c in cells if states[c] != "not available"]
     else:
         to_run = [c for c in cells if states[c] == "missing"]
-    rates = _measured_rates(out)
+    rates = measured_rates(out)
     costs = [estimate_seconds(c, rates) for c in to_run]
     counts = Counter(states.values())
     unavailable = [c for c in cells if states[c] == "not available"]

@@ -4,6 +4,8 @@ risk measure, alpha).
 The cells expected are those of the last grid run into DIR (``DIR/_grid.json``), or of ``--grid``.
 Cells found in DIR but not in that grid (e.g. from an earlier ``--iterations``) are counted as
 ``other``. ``--failures`` prints each failure's message (the traceback is in its JSON record).
+While cells are missing, a line says what they will cost, as ``harness.run --dry-run`` estimates it
+(the seconds per iteration measured on the finished cells, else the cost model).
 The done cells' kernels and CPUs follow (:func:`harness.kernels.host_summary`). While a grid runs
 into DIR, its running cells are listed with their iterations (``DIR/_progress.json``,
 rewritten by the grid's driver every few seconds).
@@ -18,8 +20,8 @@ from collections import Counter
 from pathlib import Path
 
 from harness.cli import EXIT_USAGE, Parser, UsageError, exit_with, out_location
-from harness.grid import GridError, cell_label, resolve_grid
-from harness.grid_cli import classify
+from harness.grid import GridError, cell_label, estimate_seconds, resolve_grid
+from harness.grid_cli import classify, duration_text, measured_rates
 from harness.kernels import host_summary
 from harness.procs import process_alive
 from harness.results import (
@@ -34,6 +36,7 @@ from harness.results import (
     spec_from_dict,
     spec_hash,
 )
+from harness.spec import CellSpec
 
 
 def _manifest(out: Path) -> tuple[str, list] | None:
@@ -44,14 +47,19 @@ def _manifest(out: Path) -> tuple[str, list] | None:
         return None
 
 
+def expected_cells(out: Path, grid: str | None = None) -> list[CellSpec]:
+    """The cells ``out`` should hold: ``grid``'s, else those of the last grid run into it (none when
+    no grid was)."""
+    if grid is not None:
+        return list(resolve_grid(grid).cells)
+    manifest = _manifest(out)
+    return manifest[1] if manifest else []
+
+
 def status_table(out: Path, grid: str | None = None) -> list[dict]:
     """One dict per (problem, algorithm, risk, alpha): counts of done, missing, failed, not available
     and other (cells in ``out`` outside the grid; their risk measure and alpha are not read: "?")."""
-    if grid is not None:
-        specs = list(resolve_grid(grid).cells)
-    else:
-        manifest = _manifest(out)
-        specs = manifest[1] if manifest else []
+    specs = expected_cells(out, grid)
     states = classify(specs, out)
     rows: dict[tuple, Counter] = {}
     for spec, state in states.items():
@@ -111,6 +119,18 @@ def running_lines(out: Path, now: float | None = None) -> list[str]:
     return lines
 
 
+def remaining_line(out: Path, specs: list[CellSpec], grid: str) -> str:
+    """What the missing cells of ``specs`` (grid ``grid``) will cost, as ``harness.run --dry-run``
+    estimates it: the seconds per iteration measured on ``out``'s finished cells where there are
+    some, else the cost model's."""
+    missing = [spec for spec, state in classify(specs, out).items() if state == "missing"]
+    rates = measured_rates(out)
+    seconds = sum(estimate_seconds(spec, rates) for spec in missing)
+    basis = "the finished cells' measured rates where there are some" if rates else "the cost model"
+    return (f"remaining: {len(missing)} cells, about {duration_text(seconds)} of CPU time (estimate from "
+            f"{basis}; per group: python -m harness.run --grid {grid} --out {out} --dry-run)")
+
+
 def build_parser() -> Parser:
     """The command line of ``python -m harness.status`` (also the documentation's CLI reference)."""
     parser = Parser(prog="python -m harness.status", description=__doc__.splitlines()[0])
@@ -149,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         print("  ".join(str(row[c]).ljust(widths[c]) for c in columns))
     totals = {c: sum(r[c] for r in rows) for c in counts}
     print("total: " + ", ".join(f"{v} {k}" for k, v in totals.items()))
+    if totals["missing"]:
+        print(remaining_line(args.out, expected_cells(args.out, args.grid), source))
     good, _ = cell_files(args.out)  # where the done cells ran, and on which kernels
     for line in host_summary([meta.get("provenance") or {} for _, meta in good]):
         print(f"kernels: {line}")

@@ -108,3 +108,27 @@ def test_the_eta_says_its_units() -> None:
     assert _format_eta(7 * 60 + 30) == "7 min 30 s"
     assert _format_eta(2 * 3600 + 5 * 60 + 59) == "2 h 05 min"
     assert _format_eta(float("nan")) == "?" and _format_eta(float("inf")) == "?"
+
+
+def test_status_says_what_the_missing_cells_will_cost(tmp_path, capsys: pytest.CaptureFixture) -> None:
+    """A missing cell costs a fixed second plus its iterations at the rate measured on the finished
+    cells of its (problem, algorithm, options): one that took 61 s for 4 iterations gives 15 s an
+    iteration, so its two missing seeds cost 2 x (1 + 4 x 15) = 122 s; with no finished cell, status
+    says the cost model is the basis."""
+    from harness.cell import run_cell
+    from harness.status import main
+    from harness.store import write_cell, write_manifest
+
+    specs = [CellSpec.make("branin-1-1-discrete", "random", seed=s, iterations=4) for s in range(3)]
+    write_manifest(tmp_path / "none", "mine", specs)
+    assert main([str(tmp_path / "none")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("remaining:"))
+    assert line.startswith("remaining: 3 cells, about ") and "(estimate from the cost model;" in line
+    result = run_cell(specs[0])
+    result.metadata["wall_time_s"] = 61.0
+    write_cell(tmp_path / "some", specs[0], result)
+    write_manifest(tmp_path / "some", "mine", specs)
+    assert main([str(tmp_path / "some")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("remaining:"))
+    assert line.startswith("remaining: 2 cells, about 2.0 min of CPU time (estimate from the finished cells'")
+    assert f"--grid mine --out {tmp_path / 'some'} --dry-run" in line
