@@ -276,7 +276,7 @@ def test_a_reader_that_leaves_early_gets_no_traceback(argv: list[str], tmp_path:
 def test_dry_run_costs_come_from_the_measured_rates_where_there_are_some(
         tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     rates = {("branin-1-1-discrete", "random", ()): 10.0}  # (problem, algorithm, options)
-    monkeypatch.setattr(grid_cli, "_measured_rates", lambda out: rates)
+    monkeypatch.setattr(grid_cli, "measured_rates", lambda out: rates)
     code, out, _ = run(capsys, "--grid", "smoke", "--dry-run", "--out", str(tmp_path / "e"))
     assert code == 0
     header, rows, _ = table(out)
