@@ -64,7 +64,7 @@ def provenance_block(results: Path, constraints: str) -> str:
 
     return "\n".join([
         f"- cells: {len(metas)}, of which {resumed} resumed from a checkpoint; "
-        f"{hours:.1f} CPU-hours inside the cells",
+        f"{hours:.1f} hours inside the cells (wall-clock, one core each)",
         f"- commits (cells): {counted(commits)}",
         f"- environments (digest of every installed distribution, cells): {counted(environments)}; "
         f"the pins are `{constraints}`",
