@@ -56,11 +56,14 @@ def expected_cells(out: Path, grid: str | None = None) -> list[CellSpec]:
     return manifest[1] if manifest else []
 
 
-def status_table(out: Path, grid: str | None = None) -> list[dict]:
+def status_table(out: Path, grid: str | None = None,
+                 states: dict[CellSpec, str] | None = None) -> list[dict]:
     """One dict per (problem, algorithm, risk, alpha): counts of done, missing, failed, not available
-    and other (cells in ``out`` outside the grid; their risk measure and alpha are not read: "?")."""
-    specs = expected_cells(out, grid)
-    states = classify(specs, out)
+    and other (cells in ``out`` outside the grid; their risk measure and alpha are not read: "?").
+    ``states``: the expected cells' states when already read (:func:`harness.grid_cli.classify`)."""
+    if states is None:
+        states = classify(expected_cells(out, grid), out)
+    specs = list(states)
     rows: dict[tuple, Counter] = {}
     for spec, state in states.items():
         alpha = "default" if spec.alpha is None else f"{spec.alpha:.4g}"
@@ -119,11 +122,11 @@ def running_lines(out: Path, now: float | None = None) -> list[str]:
     return lines
 
 
-def remaining_line(out: Path, specs: list[CellSpec], grid: str) -> str:
-    """What the missing cells of ``specs`` (grid ``grid``) will cost, as ``harness.run --dry-run``
-    estimates it: the seconds per iteration measured on ``out``'s finished cells where there are
-    some, else the cost model's."""
-    missing = [spec for spec, state in classify(specs, out).items() if state == "missing"]
+def remaining_line(out: Path, states: dict[CellSpec, str], grid: str) -> str:
+    """What the missing cells among ``states`` (grid ``grid``'s cells and their states) will cost,
+    as ``harness.run --dry-run`` estimates it: the seconds per iteration measured on ``out``'s
+    finished cells where there are some, else the cost model's."""
+    missing = [spec for spec, state in states.items() if state == "missing"]
     rates = measured_rates(out)
     seconds = sum(estimate_seconds(spec, rates) for spec in missing)
     basis = "the finished cells' measured rates where there are some" if rates else "the cost model"
@@ -148,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.out.is_dir():
             raise UsageError(f"{args.out} is not a folder")
         try:
-            rows = status_table(args.out, args.grid)
+            states = classify(expected_cells(args.out, args.grid), args.out)
+            rows = status_table(args.out, states=states)
         except GridError as error:
             raise UsageError(str(error)) from None
     except UsageError as error:
@@ -170,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     totals = {c: sum(r[c] for r in rows) for c in counts}
     print("total: " + ", ".join(f"{v} {k}" for k, v in totals.items()))
     if totals["missing"]:
-        print(remaining_line(args.out, expected_cells(args.out, args.grid), source))
+        print(remaining_line(args.out, states, source))
     good, _ = cell_files(args.out)  # where the done cells ran, and on which kernels
     for line in host_summary([meta.get("provenance") or {} for _, meta in good]):
         print(f"kernels: {line}")
