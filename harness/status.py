@@ -6,7 +6,8 @@ Cells found in DIR but not in that grid (e.g. from an earlier ``--iterations``) 
 ``other``. ``--failures`` prints each failure's message (the traceback is in its JSON record).
 While cells are missing, a line says what they will cost, as ``harness.run --dry-run`` estimates it
 (the seconds per iteration measured on the finished cells, else the cost model).
-The done cells' kernels and CPUs follow (:func:`harness.kernels.host_summary`). While a grid runs
+The done cells' kernels and CPUs follow (:func:`harness.kernels.host_summary`), and those resumed
+from a checkpoint, by label. While a grid runs
 into DIR, its running cells are listed with their iterations (``DIR/_progress.json``,
 rewritten by the grid's driver every few seconds).
 """
@@ -134,6 +135,13 @@ def remaining_line(out: Path, states: dict[CellSpec, str], grid: str) -> str:
             f"{basis}; per group: python -m harness.run --grid {grid} --out {out} --dry-run)")
 
 
+def resumed_cells(good: list[tuple]) -> list[str]:
+    """The labels of the done cells (``(path, metadata)`` pairs) that were resumed from a checkpoint,
+    in label order: a publication that wants none, or lists them, reads them here."""
+    return sorted(cell_label(spec_from_dict(meta["spec"])) for _, meta in good
+                  if (meta.get("provenance") or {}).get("resumed_at") is not None)
+
+
 def build_parser() -> Parser:
     """The command line of ``python -m harness.status`` (also the documentation's CLI reference)."""
     parser = Parser(prog="python -m harness.status", description=__doc__.splitlines()[0])
@@ -178,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     good, _ = cell_files(args.out)  # where the done cells ran, and on which kernels
     for line in host_summary([meta.get("provenance") or {} for _, meta in good]):
         print(f"kernels: {line}")
+    resumed = resumed_cells(good)
+    if resumed:
+        print(f"resumed from a checkpoint (provenance.resumed_at): {len(resumed)} of {len(good)} done "
+              f"cells: {', '.join(resumed)}")
     for line in running_lines(args.out):
         print(line)
     for path, reason in invalid_files(args.out):

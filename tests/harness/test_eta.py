@@ -132,3 +132,25 @@ def test_status_says_what_the_missing_cells_will_cost(tmp_path, capsys: pytest.C
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("remaining:"))
     assert line.startswith("remaining: 2 cells, about 2.0 min of CPU time (estimate from the finished cells'")
     assert f"--grid mine --out {tmp_path / 'some'} --dry-run" in line
+
+
+def test_status_names_the_cells_resumed_from_a_checkpoint(tmp_path, capsys: pytest.CaptureFixture) -> None:
+    """Of three done cells, the one whose provenance records a resume point is named; a folder with
+    none resumed prints no such line."""
+    from harness.cell import run_cell
+    from harness.status import main
+    from harness.store import provenance, write_cell, write_manifest
+
+    specs = [CellSpec.make("branin-1-1-discrete", "random", seed=s, iterations=2) for s in range(3)]
+    for spec in specs:
+        info = provenance() | {"host": "here", "resumed_at": 1 if spec.seed == 1 else None}
+        write_cell(tmp_path, spec, run_cell(spec), info)
+    write_manifest(tmp_path, "mine", specs)
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "resumed from a checkpoint (provenance.resumed_at): 1 of 3 done cells: " \
+           "branin-1-1-discrete/random/seed1 T=2" in out
+    (tmp_path / "fresh").mkdir()
+    write_cell(tmp_path / "fresh", specs[0], run_cell(specs[0]))
+    assert main([str(tmp_path / "fresh")]) == 0
+    assert "resumed" not in capsys.readouterr().out
