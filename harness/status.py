@@ -5,11 +5,10 @@ The cells expected are those of the last grid run into DIR (``DIR/_grid.json``),
 Cells found in DIR but not in that grid (e.g. from an earlier ``--iterations``) are counted as
 ``other``. ``--failures`` prints each failure's message (the traceback is in its JSON record).
 While cells are missing, a line says what they will cost, as ``harness.run --dry-run`` estimates it
-(the seconds per iteration measured on the finished cells, else the cost model).
-The done cells' kernels and CPUs follow (:func:`harness.kernels.host_summary`), and those resumed
-from a checkpoint, by label. While a grid runs
-into DIR, its running cells are listed with their iterations (``DIR/_progress.json``,
-rewritten by the grid's driver every few seconds).
+(the seconds per iteration measured on the finished cells, else the cost model). The done cells'
+kernels and CPUs follow (:func:`harness.kernels.host_summary`), and those resumed from a checkpoint,
+by label. While a grid runs into DIR, its running cells are listed with their iterations
+(``DIR/_progress.json``, rewritten by the grid's driver every few seconds).
 """
 
 from __future__ import annotations
