@@ -11,8 +11,9 @@ that they hand out checkpoints and a stopped run resumes from them), runs it onc
 
 1. a fresh folder ``WORK/round-NN`` holding a random share (none to half) of the reference's cell
    files, copied: the state of a grid that an earlier run left half done;
-2. the driver, ``python -m harness.run --grid FILE --out FOLDER --num-cpus 2 --no-progress``, in a
-   session of its own (its Ray's processes are told from any other by their session id);
+2. the driver, ``python -m harness.run --grid FILE --out FOLDER --num-cpus 2 --no-progress
+   --checkpoint-every-s 1``, in a session of its own (its Ray's processes are told from any other by
+   their session id);
 3. at a random moment, one fault of a random kind (:data:`KINDS`): SIGKILL, SIGINT or SIGTERM to
    the driver; SIGKILL to a worker running a cell (a ``ray::_execute_cell`` child of the driver's
    raylet), to the raylet or to the GCS server; a flipped byte or a truncated file (a cell file, a
@@ -95,6 +96,9 @@ STOPPING_KINDS = ("driver-sigkill", "driver-sigint", "driver-sigterm", "raylet-s
 #: The counts of the table that a sound harness keeps at zero (exit 1 otherwise).
 MUST_BE_ZERO = ("lost", "duplicated", "differing", "unreadable", "hangs", "strays", "untruthful",
                 "leftovers", "tracebacks")
+#: A checkpoint every second rather than the default 5 s: the cells last 5-10 s, and at 5 s a fast
+#: host finished them before their first checkpoint, so that no round resumed a cell (CI, 10 rounds)
+CHECKPOINT_EVERY_S = "1"
 #: Every count of the table, in its order.
 COUNTS = ("missed", *MUST_BE_ZERO, "resumed", "retried")
 
@@ -173,15 +177,16 @@ def kill_if_same(pid: int, start: str, signum: int = signal.SIGKILL) -> bool:
 
 
 class Driver:
-    """``python -m harness.run --grid FILE --out OUT --num-cpus 2 --no-progress`` in a session of its
-    own, its output in ``log``. A thread notes, while it runs, the processes of its session and what
-    its watchdog records (the record is removed when the watchdog ends), and its watchdog, found by
-    the record's path on its command line: :meth:`strays` checks them all after the driver's end."""
+    """``python -m harness.run --grid FILE --out OUT --num-cpus 2 --no-progress --checkpoint-every-s
+    1`` in a session of its own, its output in ``log``. A thread notes, while it runs, the processes
+    of its session and what its watchdog records (the record is removed when the watchdog ends), and
+    its watchdog, found by the record's path on its command line: :meth:`strays` checks them all
+    after the driver's end."""
 
     def __init__(self, grid_file: Path, out: Path, log: Path) -> None:
         self.log = log
         command = [sys.executable, "-m", "harness.run", "--grid", str(grid_file), "--out", str(out),
-                   "--num-cpus", "2", "--no-progress"]
+                   "--num-cpus", "2", "--no-progress", "--checkpoint-every-s", CHECKPOINT_EVERY_S]
         self.started_at = time.monotonic()
         with open(log, "w") as stream:
             self.process = subprocess.Popen(

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
+import math
 import os
 import socket
 import sys
@@ -27,7 +29,7 @@ from pathlib import Path
 import harness.interrupts as interrupts
 from algorithms.gp import GP_PROFILES
 from harness.catalog import algorithm_lines
-from harness.cell import CellSpec
+from harness.cell import CHECKPOINT_EVERY_S, CellSpec, run_cell
 from harness.cli import (
     EXIT_USAGE,
     Parser,
@@ -89,6 +91,17 @@ def seeds_argument(text: str) -> int | list[int]:
     return values[0] if "," not in text else values
 
 
+def positive_seconds(text: str) -> float:
+    """``--checkpoint-every-s``: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 def add_grid_options(container: argparse._ActionsContainer) -> None:
     """The options of a grid run besides ``--grid`` (a parser or an argument group)."""
     container.add_argument("--study", default=None, metavar="NAME|MODULE:ATTR|FILE.toml",
@@ -130,6 +143,10 @@ def add_grid_options(container: argparse._ActionsContainer) -> None:
     container.add_argument("--no-checkpoints", action="store_true",
                            help="keep no checkpoints: an interrupted cell reruns from its start, so that "
                                 "no row depends on where a run was interrupted (a published run)")
+    container.add_argument("--checkpoint-every-s", type=positive_seconds, default=CHECKPOINT_EVERY_S,
+                           metavar="S", help=f"a running cell's checkpoint at most every S seconds (default "
+                           f"{CHECKPOINT_EVERY_S:g}): a fault then costs at most S seconds of the cell's "
+                           "work; each checkpoint costs a write (rows do not depend on S)")
     add_kernels_argument(container)
 
 
@@ -535,8 +552,11 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
     if to_run:
         from harness.ray_runner import run_cells
 
-        outcome = run_cells(to_run, out, costs, args.max_in_flight, progress=not args.no_progress,
-                            checkpoints=not args.no_checkpoints)
+        # run_cell itself at the default: a partial only where the interval was asked for
+        cell_fn = (run_cell if args.checkpoint_every_s == CHECKPOINT_EVERY_S
+                   else functools.partial(run_cell, checkpoint_every_s=args.checkpoint_every_s))
+        outcome = run_cells(to_run, out, costs, args.max_in_flight, cell_fn=cell_fn,
+                            progress=not args.no_progress, checkpoints=not args.no_checkpoints)
         ran = len(outcome.done) + len(outcome.failed)
         cpus = _cpus_used()
         # CPU-seconds not spent inside cells (imports, scheduling, writing, idle tail), per cell

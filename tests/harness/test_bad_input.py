@@ -84,6 +84,9 @@ BAD_CALLS = [
     (["--grid", "{grid}", "--seeds", "100000000"], "--seeds must lie in 1..100000"),
     (["--grid", "{huge_grid}"], "seeds must be at most 100000"),
     (["--grid", "{nul_grid}"], "plain folder name"),
+    (["--grid", "{grid}", "--checkpoint-every-s", "0"], "expected a positive number of seconds"),
+    (["--grid", "{grid}", "--checkpoint-every-s", "nan"], "expected a positive number of seconds"),
+    (["--grid", "{grid}", "--checkpoint-every-s", "5s"], "expected a positive number of seconds"),
 ]
 
 
