@@ -23,9 +23,9 @@ pytestmark = pytest.mark.xdist_group("publication")
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "docs" / "reproduction" / "paper"
 EXTRA = ROOT / "docs" / "reproduction" / "paper-extra"
-#: the published folders whose tables are rebuilt: the paper run and, beside it, the extra seeds (the
-#: cvar run's report is published without its rows, which the folder's size budget leaves out)
-FOLDERS = {"paper": PUBLISHED, "paper-extra": EXTRA}
+CVAR = ROOT / "docs" / "reproduction" / "cvar"
+#: the published folders whose tables are rebuilt: the paper run, the extra seeds and the cvar grid
+FOLDERS = {"paper": PUBLISHED, "paper-extra": EXTRA, "cvar": CVAR}
 #: the tables the test rebuilds and compares
 TABLES = ("claims", "claims_overall", "final_table")
 
@@ -89,21 +89,36 @@ def test_the_publication_is_every_cell_of_its_grid_or_says_it_is_not() -> None:
     assert ("the run is in progress" in text) == (n_files < 510)
 
 
-def test_the_extra_seeds_are_their_grid_whole_and_share_the_paper_runs_cells() -> None:
-    """paper-extra holds every cell of its grid, and its cells of the paper grid (seeds 0-9) are the
-    published paper run's, row for row (copied, not rerun)."""
+def _whole_and_sharing_the_paper_runs_cells(grid: str, folder: Path) -> int:
+    """Asserts that ``folder`` holds every cell of ``grid``, and that its cells of the paper grid are
+    the published paper run's, row for row (copied, not rerun); how many it shares."""
     from harness.grid import named_grids
     from harness.results import cell_files, read_cell, spec_hash
 
     grids = named_grids()
-    extra, paper = grids["paper-extra"]().cells, set(grids["paper"]().cells)
-    files, refused = cell_files(EXTRA)
-    assert not refused and len(files) == len(extra)
-    shared = [c for c in extra if c in paper]
-    assert len(shared) == len(extra) // 3  # seeds 0-9 of 0-29
+    cells, paper = grids[grid]().cells, set(grids["paper"]().cells)
+    files, refused = cell_files(folder)
+    assert not refused and len(files) == len(cells)
+    shared = [c for c in cells if c in paper]
     # the folders may be packed (harness.packed): each cell by its spec hash, read as the harness reads it
-    extra_cells = {p.stem.rsplit("-", 1)[-1]: p for p, _ in files}
+    ours_by_hash = {p.stem.rsplit("-", 1)[-1]: p for p, _ in files}
     paper_cells = {p.stem.rsplit("-", 1)[-1]: p for p, _ in cell_files(PUBLISHED)[0]}
     for spec in shared:
-        ours, theirs = read_cell(extra_cells[spec_hash(spec)]), read_cell(paper_cells[spec_hash(spec)])
+        ours, theirs = read_cell(ours_by_hash[spec_hash(spec)]), read_cell(paper_cells[spec_hash(spec)])
         assert ours[1].equals(theirs[1]) and ours[0] == theirs[0], spec
+    return len(shared)
+
+
+def test_the_extra_seeds_are_their_grid_whole_and_share_the_paper_runs_cells() -> None:
+    """paper-extra holds every cell of its grid, and its cells of the paper grid (seeds 0-9) are the
+    published paper run's."""
+    from harness.grid import named_grids
+
+    n_cells = len(named_grids()["paper-extra"]().cells)
+    assert _whole_and_sharing_the_paper_runs_cells("paper-extra", EXTRA) == n_cells // 3  # seeds 0-9 of 0-29
+
+
+def test_the_cvar_grid_is_whole_and_shares_the_paper_runs_var_cells() -> None:
+    """The cvar grid's VaR cells of V-UCB Prob and random search on its five problems (10 seeds each)
+    are the published paper run's."""
+    assert _whole_and_sharing_the_paper_runs_cells("cvar", CVAR) == 100
