@@ -357,6 +357,12 @@ def build_parser() -> Parser:
                         help="rerun the cells whose label 'problem/algorithm/seedN [..]' matches (a glob "
                         "if it has *?[, else a substring; as harness.run --only); repeatable")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the sample (default 0)")
+    # the statistical check decides claims, which the engine never does: it is analysis.recheck, and
+    # --claim here says so in one line rather than "unrecognized arguments"
+    parser.add_argument("--claim", default=None, metavar="C", help="not here: the statistical check of "
+                        "one sub-claim (for hosts where bits cannot match) is python -m analysis.recheck "
+                        "FOLDER --claim C --problem P")
+    parser.add_argument("--problem", default=None, metavar="P", help="with --claim: see --claim")
     add_kernels_argument(parser)
     return parser
 
@@ -365,6 +371,10 @@ def plan(argv: list[str] | None) -> tuple[Location, list[Cell], list[Cell], list
     """The folder, all its cells, the cells to rerun and the timing cells left out, from ``argv``;
     :class:`UsageError` or :class:`DamagedFileError` on bad input."""
     args = build_parser().parse_args(argv)
+    if args.claim is not None or args.problem is not None:
+        raise UsageError(f"the statistical check of a claim is python -m analysis.recheck {args.folder} "
+                         f"--claim {args.claim or 'C'} --problem {args.problem or 'PROBLEM'} "
+                         "(harness.verify compares rows bit for bit)")
     if args.sample is not None and args.sample < 1:
         raise UsageError(f"--sample must be >= 1, got {args.sample}")
     if args.seed < 0:

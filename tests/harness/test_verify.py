@@ -87,7 +87,7 @@ def test_constraints_that_pin_other_versions_are_named_as_a_warning(
 
 
 @pytest.mark.parametrize("case", ["missing folder", "empty folder", "unmatched --cell", "damaged file",
-                                  "sample 0", "only a timing cell"])
+                                  "sample 0", "only a timing cell", "--claim"])
 def test_bad_input_is_one_line_and_exit_2(case: str, tmp_path: Path, results: dict,
                                           capsys: pytest.CaptureFixture) -> None:
     argv = [str(tmp_path)]
@@ -108,13 +108,18 @@ def test_bad_input_is_one_line_and_exit_2(case: str, tmp_path: Path, results: di
         write_cell(tmp_path, spec, CellResult([{"what": "fit", "seconds": 0.1}],
                                               {"spec": spec.to_dict(), "kind": "timing"}))
         argv += ["--cell", "vucb-prob"]
+    elif case == "--claim":  # the spelling of the statistical check, which analysis.recheck is
+        write(tmp_path, results, RANDOM)
+        argv += ["--claim", "C3", "--problem", "hartmann-1-2-discrete"]
     assert verify.main(argv) == 2
     err = one_line_error(capsys)
     expected = {"missing folder": "is not a folder", "empty folder": "holds no cell files",
                 "unmatched --cell": "--cell 'goldstein' matches no cell in",
                 "damaged file": "is not a readable cell file: not a readable Parquet file",
                 "sample 0": "--sample must be >= 1",
-                "only a timing cell": "timing cells are not comparable"}[case]
+                "only a timing cell": "timing cells are not comparable",
+                "--claim": f"python -m analysis.recheck {tmp_path} --claim C3 --problem "
+                           "hartmann-1-2-discrete"}[case]
     assert expected in err
 
 
