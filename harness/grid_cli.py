@@ -146,7 +146,8 @@ def add_grid_options(container: argparse._ActionsContainer) -> None:
     container.add_argument("--checkpoint-every-s", type=positive_seconds, default=CHECKPOINT_EVERY_S,
                            metavar="S", help=f"a running cell's checkpoint at most every S seconds (default "
                            f"{CHECKPOINT_EVERY_S:g}): a fault then costs at most S seconds of the cell's "
-                           "work; each checkpoint costs a write (rows do not depend on S)")
+                           "work; each checkpoint costs a write (rows do not depend on S; no effect with "
+                           "--no-checkpoints)")
     add_kernels_argument(container)
 
 
