@@ -305,16 +305,27 @@ def wait_strays(driver: Driver, stray_wait_s: float) -> dict[int, tuple[str, str
 # the results folder
 
 
+def tree(out: Path) -> list[Path]:
+    """Every file and folder under ``out`` (not ``out`` itself), read while a driver may be changing
+    it: a folder that vanishes between listing and reading is skipped (``os.walk`` ignores the
+    error), where ``Path.rglob`` raises ``FileNotFoundError`` (a finished cell's checkpoint folder
+    removed mid-scan failed a CI run that way)."""
+    found: list[Path] = []
+    for folder, folders, files in os.walk(out):
+        found += [Path(folder, name) for name in folders + files]
+    return found
+
+
 def visible_cell_files(out: Path) -> list[Path]:
     """The ``*.parquet`` files under ``out`` that readers see (no part '.'- or '_'-prefixed)."""
-    return sorted(p for p in out.rglob("*.parquet")
-                  if not any(part.startswith((".", "_")) for part in p.relative_to(out).parts))
+    return sorted(p for p in tree(out) if p.suffix == ".parquet"
+                  and not any(part.startswith((".", "_")) for part in p.relative_to(out).parts))
 
 
 def fault_targets(out: Path) -> dict[str, list[Path]]:
     """The files of ``out`` a byte flip or a truncation may hit, by sort: cell files, checkpoints,
     and the rest (the manifest, the lock, the progress file, failure records); temporaries left out."""
-    files = [p for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    files = [p for p in tree(out) if p.is_file() and not p.name.startswith(".")]
     cells = set(visible_cell_files(out))
     checkpoints = [p for p in files if CHECKPOINT_DIR in p.relative_to(out).parts]
     return {"cell": sorted(cells), "checkpoint": sorted(checkpoints),
@@ -334,7 +345,7 @@ def read_only(out: Path):
     modes: dict[Path, int] = {}
     done: set[Path] = set()
     for _ in range(2):  # again: a folder made meanwhile
-        paths = [p for p in [out, *out.rglob("*")] if p not in done]
+        paths = [p for p in [out, *tree(out)] if p not in done]
         done.update(paths)
         if immutable:
             subprocess.run(["chattr", "-f", "+i", *map(str, paths)], capture_output=True, check=False)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import warnings
 from pathlib import Path, PurePath
 
@@ -255,6 +256,21 @@ def is_visible(path: Path, out: Location | str) -> bool:
     return not any(part.startswith((".", "_")) for part in path.relative_to(out).parts)
 
 
+def visible_files(out: Location, suffix: str) -> list[Location]:
+    """The visible files under ``out`` (:func:`is_visible`) whose names end in ``suffix``. A local
+    folder is walked with ``os.walk``, pruned at hidden folders: a folder that a running grid removes
+    meanwhile (a finished cell's checkpoints) is skipped, where ``Path.rglob`` raises
+    ``FileNotFoundError`` (``harness.status`` beside a run could fail so)."""
+    if not is_local(out):
+        return [p for p in out.rglob(f"*{suffix}") if is_visible(p, out)]
+    found: list[Location] = []
+    for folder, folders, files in os.walk(out, followlinks=True):  # as rglob
+        folders[:] = [name for name in folders if not name.startswith((".", "_"))]
+        found += [Path(folder, name) for name in files
+                  if name.endswith(suffix) and not name.startswith((".", "_"))]
+    return found
+
+
 def spec_from_dict(data: dict) -> CellSpec:
     """The :class:`CellSpec` of a stored spec (a file's metadata, a manifest, a failure record)."""
     return CellSpec(data["problem"], data["algorithm"], data["seed"], data["iterations"],
@@ -328,7 +344,7 @@ def _cell_paths(out: Location, bad: list[tuple[Location, str]]) -> list[Location
     """The visible ``*.parquet`` files under ``out``, each pack (:mod:`harness.packed`, local folders
     only) replaced by its cells, sorted by path; a pack that cannot be read goes into ``bad``."""
     paths = []
-    for path in (p for p in out.rglob("*.parquet") if is_visible(p, out)):
+    for path in visible_files(out, ".parquet"):
         if not (packed.is_pack(path) and is_local(path)):
             paths.append(path)
             continue
@@ -345,7 +361,7 @@ def packs(out: Location | str) -> list[Location]:
     out = location(out)
     if not is_local(out) or not out.is_dir():
         return []
-    return sorted(p for p in out.rglob(f"*{packed.PACK_SUFFIX}") if is_visible(p, out))
+    return sorted(visible_files(out, packed.PACK_SUFFIX))
 
 
 def cell_files(out: Location | str) -> tuple[list[tuple[Location, dict]], list[tuple[Location, str]]]:
