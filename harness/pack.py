@@ -38,7 +38,7 @@ from harness.results import (
     read_cell,
     table_checksum,
 )
-from harness.store import write_atomic
+from harness.store import write_atomic, write_compact
 
 PROG = "python -m harness.pack"
 #: zstd's level for packs: written once, read often; a third smaller than the default level.
@@ -79,7 +79,7 @@ def pack(folder: Path) -> list[Path]:
     written = []
     for (problem, algorithm, kind), members in sorted(groups.items()):
         target = folder / problem / packed.pack_name(algorithm, kind)
-        write_atomic(_pack_table(members, kind), target, level=PACK_LEVEL)
+        write_compact(_pack_table(members, kind), target, level=PACK_LEVEL)
         written.append(target)
     for target in written:  # every cell back from its pack, checked, before any file goes
         for cell in packed.cells_of(target):
