@@ -83,6 +83,7 @@ from harness.results import (  # noqa: E402
     read_cell,
     read_metadata,
     spec_from_dict,
+    visible_files,
 )
 from harness.spec import CellSpec  # noqa: E402
 
@@ -318,8 +319,7 @@ def tree(out: Path) -> list[Path]:
 
 def visible_cell_files(out: Path) -> list[Path]:
     """The ``*.parquet`` files under ``out`` that readers see (no part '.'- or '_'-prefixed)."""
-    return sorted(p for p in tree(out) if p.suffix == ".parquet"
-                  and not any(part.startswith((".", "_")) for part in p.relative_to(out).parts))
+    return sorted(visible_files(out, ".parquet"))
 
 
 def fault_targets(out: Path) -> dict[str, list[Path]]:
