@@ -377,7 +377,7 @@ class PosteriorMarginals:
         batch_shape = X.shape[:-1]
         flat = X.reshape(-1, X.shape[-1])
         cross = self.kernel.forward(flat, self.train_X)  # N x n
-        mean = self.constant + cross @ self.weights
+        mean = self.constant + cross @ self.weights  # the same expression as mean()'s: the same bits
         v = torch.linalg.solve_triangular(self.L, cross.transpose(-1, -2), upper=False)  # n x N
         prior_var = self.kernel.forward(flat, flat, diag=True)
         var = (prior_var - (v * v).sum(dim=0)).clamp_min(0.0)
@@ -396,22 +396,45 @@ class PosteriorMarginals:
         an output scale, as BoTorch's default ``SingleTaskGP``) evaluates the kernel on every (x, z)
         pair. Differentiable in ``X``.
         """
-        base = getattr(self.kernel, "base_kernel", None)  # ScaleKernel(RBFKernel): the fast path
-        if not isinstance(base, RBFKernel):
-            batch_shape, m = X.shape[:-1], Z.shape[0]
-            pairs = torch.cat([X.unsqueeze(-2).expand(*batch_shape, m, X.shape[-1]),
-                               Z.expand(*batch_shape, m, Z.shape[-1])], dim=-1)
-            return self(pairs)
-        d_x = X.shape[-1]
-        lengthscale = base.lengthscale.reshape(-1)
-        outputscale = self.kernel.outputscale
-        k_x = _rbf(X, self.train_X[:, :d_x], lengthscale[:d_x])  # batch x n
-        k_z = _rbf(Z, self.train_X[:, d_x:], lengthscale[d_x:])  # m x n
-        mean = self.constant + outputscale * (k_x * self.weights) @ k_z.transpose(-1, -2)
+        factors = self._rbf_factors(X, Z)
+        if factors is None:
+            return self(_pairs(X, Z))
+        k_x, k_z, outputscale = factors
+        mean = self.constant + outputscale * (k_x * self.weights) @ k_z.transpose(-1, -2)  # as grid_mean()
         cross = outputscale * k_x.unsqueeze(-2) * k_z  # batch x m x n
         v = cross @ self.L_inv.transpose(-1, -2)
         var = (outputscale - (v * v).sum(dim=-1)).clamp_min(0.0)
         return mean * self.y_std + self.y_mean, var.sqrt() * self.y_std
+
+    def mean(self, X: Tensor) -> Tensor:
+        """The posterior mean alone at ``batch_shape x d`` points -> ``batch_shape``: bit for bit the
+        first tensor of :meth:`__call__` (the same expression), without the variance's cost."""
+        flat = X.reshape(-1, X.shape[-1])
+        mean = self.constant + self.kernel.forward(flat, self.train_X) @ self.weights
+        return (mean * self.y_std + self.y_mean).reshape(X.shape[:-1])
+
+    def grid_mean(self, X: Tensor, Z: Tensor) -> Tensor:
+        """The posterior mean alone on the x-by-Z grid, ``batch_shape x m``: bit for bit the first
+        tensor of :meth:`grid`, without the variance, which costs n times more (a ``batch x m x n``
+        product with L^-1). The shared recommendation rule needs only the mean."""
+        factors = self._rbf_factors(X, Z)
+        if factors is None:
+            return self.mean(_pairs(X, Z))
+        k_x, k_z, outputscale = factors
+        mean = self.constant + outputscale * (k_x * self.weights) @ k_z.transpose(-1, -2)
+        return mean * self.y_std + self.y_mean
+
+    def _rbf_factors(self, X: Tensor, Z: Tensor) -> tuple[Tensor, Tensor, Tensor] | None:
+        """With a ``ScaleKernel(RBFKernel)``, k_x (``batch_shape x n``), k_z (``m x n``) and the output
+        scale, whose products give the grid's cross-covariance; None for any other kernel."""
+        base = getattr(self.kernel, "base_kernel", None)  # ScaleKernel(RBFKernel): the fast path
+        if not isinstance(base, RBFKernel):
+            return None
+        d_x = X.shape[-1]
+        lengthscale = base.lengthscale.reshape(-1)
+        k_x = _rbf(X, self.train_X[:, :d_x], lengthscale[:d_x])  # batch x n
+        k_z = _rbf(Z, self.train_X[:, d_x:], lengthscale[d_x:])  # m x n
+        return k_x, k_z, self.kernel.outputscale
 
     def bounds(self, X: Tensor, beta: float) -> tuple[Tensor, Tensor, Tensor]:
         """(l, mu, u) = mu -+ beta^(1/2) sigma at ``batch_shape x d`` points."""
@@ -424,6 +447,13 @@ class PosteriorMarginals:
         mean, std = self.grid(X, Z)
         width = math.sqrt(beta) * std
         return mean - width, mean, mean + width
+
+
+def _pairs(X: Tensor, Z: Tensor) -> Tensor:
+    """Every (x, z) pair of ``batch_shape x d_x`` and ``m x d_z`` points: ``batch_shape x m x d``."""
+    batch_shape, m = X.shape[:-1], Z.shape[0]
+    return torch.cat([X.unsqueeze(-2).expand(*batch_shape, m, X.shape[-1]),
+                      Z.expand(*batch_shape, m, Z.shape[-1])], dim=-1)
 
 
 def _rbf(A: Tensor, B: Tensor, lengthscale: Tensor) -> Tensor:

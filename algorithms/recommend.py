@@ -34,5 +34,5 @@ def risk_of_mean(problem: Problem, model: SingleTaskGP, xs: Tensor, risk: str = 
     else:
         z = problem.z.equal_mass_grid(RECOMMEND_GRID.get(problem.d_z, 10))  # 10^d_z beyond d_z = 2
     with torch.no_grad():
-        mean, _ = PosteriorMarginals(model).grid(xs, z.points)
+        mean = PosteriorMarginals(model).grid_mean(xs, z.points)
         return risk_measure(risk).of_distribution(mean, z.masses, problem.alpha)

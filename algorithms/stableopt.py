@@ -96,7 +96,7 @@ class StableOpt(Algorithm):
     def recommend(self, model: SingleTaskGP, train_X: Tensor) -> Recommendation:
         xs = self.observed_x(train_X)
         with torch.no_grad():
-            mean, _ = PosteriorMarginals(model).grid(xs, self.z.points)
+            mean = PosteriorMarginals(model).grid_mean(xs, self.z.points)
             values = mean.min(dim=-1).values
         i = int(values.argmax())
         return Recommendation(xs[i].clone(), {"var_mean_rec": float(values[i])})

@@ -34,6 +34,10 @@ def test_marginals_match_botorch_posterior(n: int, d_x: int, d_z: int) -> None:
     torch.testing.assert_close(grid_std, std, rtol=1e-7, atol=1e-9)
     torch.testing.assert_close(flat_mean, mean, rtol=1e-9, atol=1e-9)
     torch.testing.assert_close(flat_std, std, rtol=1e-7, atol=1e-9)
+    # the mean-only paths (the recommendation rule's): BoTorch's mean, and the full paths' bits
+    torch.testing.assert_close(marginals.grid_mean(xs, zs), mean, rtol=1e-9, atol=1e-9)
+    assert torch.equal(marginals.grid_mean(xs, zs), grid_mean)
+    assert torch.equal(marginals.mean(pairs), flat_mean)
 
 
 def test_grid_is_differentiable_in_x() -> None:

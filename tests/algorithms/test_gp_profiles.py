@@ -123,6 +123,7 @@ def test_marginals_and_grid_match_botorch_on_the_matern_profiles(name: str) -> N
     np.testing.assert_allclose(mean.reshape(-1).numpy(), post.mean.reshape(-1).numpy(), rtol=0, atol=1e-9)
     np.testing.assert_allclose(std.reshape(-1).numpy(), post.variance.sqrt().reshape(-1).numpy(),
                                rtol=0, atol=1e-8)
+    assert torch.equal(marginals.grid_mean(xs, zs), mean)  # the mean-only path, bit for bit
 
 
 def test_cells_refit_on_their_profiles_schedule_and_store_the_hyperparameters() -> None:
