@@ -6,8 +6,9 @@ its report's tables) by :func:`analysis.pages.render`, as the paper's page is.
     python -m studies.suite.page --check    # exit 1 if a block differs from the published rows
 
 Blocks: ``suite-provenance``, ``suite-verdicts`` (the claims S1-S5), ``suite-choice`` (which method
-per kind of problem, risk measure and budget: :func:`analysis.across.choice_table`), ``suite-effort``
-(what the reduced effort changes: the report's ``effort.csv``).
+per kind of problem, risk measure and budget: :func:`analysis.across.choice_table`), ``suite-ranks``
+(average ranks per problem: :func:`analysis.across.rank_tables`), ``suite-effort`` (what the reduced
+effort changes: the report's ``effort.csv``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import pages
-from analysis.across import choice_table
-from analysis.claims import EQUIVALENCE_MARGIN
+from analysis.across import choice_table, rank_tables
+from analysis.claims import EQUIVALENCE_MARGIN, study_cells
 from analysis.report import read_frame
 from problems.measures import RISK_MEASURES
 from studies.suite.study import STUDY
@@ -58,6 +59,29 @@ def choice_block(choices: pd.DataFrame) -> str:
     return pages.md_table(pd.DataFrame(rows))
 
 
+def ranks_block(ranks: pd.DataFrame, friedman: pd.DataFrame) -> str:
+    """One row per risk measure and problem, then the measure's row over all its problems: each
+    method's average rank over the seeds (1 is best; the best of the row in bold), the blocks ranked,
+    and, on the row of all problems, Friedman's p."""
+    if ranks.empty:
+        return "No two methods ran on every problem of a risk measure."
+    rows = []
+    for target, part in ranks.groupby("target", sort=True):
+        wide = part.pivot_table(index="problem", columns="algorithm", values="mean_rank", sort=True)
+        blocks_of = part.groupby("problem")["n_blocks"].first()
+        p = friedman.set_index("target")["p"].get(target, float("nan"))
+        order = [q for q in wide.index if q != "all"] + ["all"]
+        for problem in order:
+            best = wide.loc[problem].min()
+            row = {"measure": RISK_MEASURES[target].label if target in RISK_MEASURES else target,
+                   "problem": "all problems" if problem == "all" else problem}
+            row.update({m: f"**{v:.2f}**" if v == best else f"{v:.2f}" for m, v in wide.loc[problem].items()})
+            row["blocks"] = int(blocks_of[problem])
+            row["Friedman p"] = f"{p:.2g}" if problem == "all" and p == p else ""
+            rows.append(row)
+    return pages.md_table(pd.DataFrame(rows).fillna(""))
+
+
 #: The effort table's columns as the page names them (``analysis.effort.effort_table``).
 EFFORT_COLUMNS = {"problem": "problem", "algorithm": "method", "n_seeds": "paired seeds",
                   "median_d": "median of full - reduced (log10 regret)",
@@ -80,9 +104,11 @@ def blocks(results: Path) -> dict[str, str]:
     frame, _, _ = read_frame(results)
     choices = choice_table(frame, KINDS, tuple(BUDGETS), STUDY)
     effort = pd.read_csv(report / "effort.csv") if (report / "effort.csv").is_file() else pd.DataFrame()
+    ranks, friedman, _ = rank_tables(study_cells(frame, STUDY))
     return {"suite-provenance": pages.provenance_block(results, "suite/constraints.txt"),
             "suite-verdicts": verdict_block(overall.loc[overall["claim"].str.startswith("S")]),
             "suite-choice": choice_block(choices),
+            "suite-ranks": ranks_block(ranks, friedman),
             "suite-effort": effort_block(effort)}
 
 

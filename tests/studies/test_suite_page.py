@@ -23,3 +23,18 @@ def test_the_choice_block_gives_each_kind_measure_and_budget_its_row() -> None:
 def test_without_a_published_suite_the_command_says_so_and_exits_2(tmp_path, capsys) -> None:
     assert page.main(["--results", str(tmp_path / "none"), "--page", str(tmp_path / "p.md")]) == 2
     assert "a published suite with its report is needed" in capsys.readouterr().err
+
+
+def test_the_ranks_block_gives_each_problem_then_all_problems_with_the_best_in_bold() -> None:
+    rows = [("cvar", "all", "cvucb", 1.25, 20), ("cvar", "all", "random", 1.75, 20),
+            ("cvar", "yacht-5-1", "cvucb", 1.5, 10), ("cvar", "yacht-5-1", "random", 1.5, 10),
+            ("cvar", "hartmann6-5-1", "cvucb", 1.0, 10), ("cvar", "hartmann6-5-1", "random", 2.0, 10)]
+    ranks = pd.DataFrame(rows, columns=["target", "problem", "algorithm", "mean_rank", "n_blocks"])
+    friedman = pd.DataFrame([{"target": "cvar", "n_methods": 2, "n_blocks": 20, "n_problems": 2,
+                              "statistic": float("nan"), "p": 0.0123, "note": ""}])
+    lines = page.ranks_block(ranks, friedman).splitlines()
+    assert lines[0] == "| measure | problem | cvucb | random | blocks | Friedman p |"
+    assert lines[2] == "| CVaR | hartmann6-5-1 | **1.00** | 2.00 | 10 |  |"
+    assert lines[3] == "| CVaR | yacht-5-1 | **1.50** | **1.50** | 10 |  |"  # a tie: both in bold
+    assert lines[4] == "| CVaR | all problems | **1.25** | 1.75 | 20 | 0.012 |"
+    assert page.ranks_block(ranks.iloc[:0], friedman.iloc[:0]).startswith("No two methods")
