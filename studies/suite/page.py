@@ -60,26 +60,27 @@ def choice_block(choices: pd.DataFrame) -> str:
 
 
 def ranks_block(ranks: pd.DataFrame, friedman: pd.DataFrame) -> str:
-    """One row per risk measure and problem, then the measure's row over all its problems: each
+    """Per risk measure, a table: one row per problem, then the row over all its problems, with each
     method's average rank over the seeds (1 is best; the best of the row in bold), the blocks ranked,
-    and, on the row of all problems, Friedman's p."""
+    and, on the row of all problems, Friedman's p. One table per measure: each has its own methods
+    (V-UCB optimizes VaR only, CV-UCB and CV-TS CVaR only)."""
     if ranks.empty:
         return "No two methods ran on every problem of a risk measure."
-    rows = []
+    tables = []
     for target, part in ranks.groupby("target", sort=True):
         wide = part.pivot_table(index="problem", columns="algorithm", values="mean_rank", sort=True)
         blocks_of = part.groupby("problem")["n_blocks"].first()
         p = friedman.set_index("target")["p"].get(target, float("nan"))
-        order = [q for q in wide.index if q != "all"] + ["all"]
-        for problem in order:
-            best = wide.loc[problem].min()
-            row = {"measure": RISK_MEASURES[target].label if target in RISK_MEASURES else target,
-                   "problem": "all problems" if problem == "all" else problem}
-            row.update({m: f"**{v:.2f}**" if v == best else f"{v:.2f}" for m, v in wide.loc[problem].items()})
-            row["blocks"] = int(blocks_of[problem])
-            row["Friedman p"] = f"{p:.2g}" if problem == "all" and p == p else ""
-            rows.append(row)
-    return pages.md_table(pd.DataFrame(rows).fillna(""))
+        rows = []
+        for problem in [q for q in wide.index if q != "all"] + ["all"]:
+            values, best = wide.loc[problem], wide.loc[problem].min()
+            rows.append({"problem": "all problems" if problem == "all" else problem,
+                         **{m: f"**{v:.2f}**" if v == best else f"{v:.2f}" for m, v in values.items()},
+                         "blocks": int(blocks_of[problem]),
+                         "Friedman p": f"{p:.2g}" if problem == "all" and p == p else ""})
+        label = RISK_MEASURES[target].label if target in RISK_MEASURES else target
+        tables.append(f"**{label}**\n\n{pages.md_table(pd.DataFrame(rows))}")
+    return "\n\n".join(tables)
 
 
 #: The effort table's columns as the page names them (``analysis.effort.effort_table``).
