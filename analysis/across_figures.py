@@ -78,9 +78,10 @@ def _cd_panel(ax, ranks: pd.Series, pairs: pd.DataFrame, colour: dict[str, str],
         left = i < half
         level = 0.9 + 0.35 * len(bars) + (i if left else k - 1 - i)
         edge = 0.55 if left else k + 0.45
-        ax.plot([rank, rank, edge], [0, level, level], color=colour[method], lw=1.2)
+        ax.plot([rank, rank, edge], [0, level, level], color=colour[method], lw=1.6)
+        # labels in black: the palette's light colours (pink, yellow) are unreadable as text
         ax.text(edge + (-0.05 if left else 0.05), level, f"{method} ({rank:.2f})",
-                ha="right" if left else "left", va="center", fontsize=8, color=colour[method])
+                ha="right" if left else "left", va="center", fontsize=8, color="black")
     for b, (i, j) in enumerate(bars):
         y = 0.45 + 0.35 * b
         ax.hlines(y, float(ranks[order[i]]) - 0.05, float(ranks[order[j]]) + 0.05, color="black", lw=3)
