@@ -400,7 +400,7 @@ class PosteriorMarginals:
         if factors is None:
             return self(_pairs(X, Z))
         k_x, k_z, outputscale = factors
-        mean = self.constant + outputscale * (k_x * self.weights) @ k_z.transpose(-1, -2)  # as grid_mean()
+        mean = self._factor_mean(k_x, k_z, outputscale)
         cross = outputscale * k_x.unsqueeze(-2) * k_z  # batch x m x n
         v = cross @ self.L_inv.transpose(-1, -2)
         var = (outputscale - (v * v).sum(dim=-1)).clamp_min(0.0)
@@ -420,9 +420,12 @@ class PosteriorMarginals:
         factors = self._rbf_factors(X, Z)
         if factors is None:
             return self.mean(_pairs(X, Z))
-        k_x, k_z, outputscale = factors
-        mean = self.constant + outputscale * (k_x * self.weights) @ k_z.transpose(-1, -2)
-        return mean * self.y_std + self.y_mean
+        return self._factor_mean(*factors) * self.y_std + self.y_mean
+
+    def _factor_mean(self, k_x: Tensor, k_z: Tensor, outputscale: Tensor) -> Tensor:
+        """The grid's mean on the model's (standardized) scale from :meth:`_rbf_factors`: one
+        expression for :meth:`grid` and :meth:`grid_mean`, so the two give the same bits."""
+        return self.constant + outputscale * (k_x * self.weights) @ k_z.transpose(-1, -2)
 
     def _rbf_factors(self, X: Tensor, Z: Tensor) -> tuple[Tensor, Tensor, Tensor] | None:
         """With a ``ScaleKernel(RBFKernel)``, k_x (``batch_shape x n``), k_z (``m x n``) and the output
