@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from harness.kernels import NATIVE_FLAG, NATIVE_VARIABLE, host_record
+from harness.kernels import NATIVE_FLAG, NATIVE_VARIABLE, cpu_vendor, host_record, pin_holds
 from harness.results import Location, location, packs
 
 EXIT_USAGE = 2
@@ -115,11 +115,17 @@ def add_kernels_argument(container: argparse._ActionsContainer) -> None:
                            help=f"run on this host's native kernels (or set {NATIVE_VARIABLE}=1): "
                                 "maybe faster, but rows that another host may not reproduce bit for "
                                 "bit; by default the numerical libraries are pinned to one code path "
-                                "on every x86-64 host with AVX2, and the cells record which")
+                                "on every Intel x86-64 host with AVX2, and the cells record which")
 
 
 def kernels_line() -> str:
     """How this process's cells run, for a command's first lines: ``kernels pinned`` or ``kernels
-    native`` and the CPU (:func:`harness.kernels.host_record`)."""
+    native`` and the CPU (:func:`harness.kernels.host_record`), and a warning on a CPU the pin does
+    not cover (:func:`harness.kernels.pin_holds`)."""
     record = host_record()
-    return f"kernels {record['kernels']} (torch {record['torch_cpu']}) on {record['cpu']}"
+    line = f"kernels {record['kernels']} (torch {record['torch_cpu']}) on {record['cpu']}"
+    vendor = cpu_vendor()
+    if record["kernels"] == "pinned" and vendor and not pin_holds(vendor):
+        line += (f" (not an Intel CPU, {vendor}: MKL takes its own branch here, so these rows may "
+                 "differ from an Intel host's)")
+    return line

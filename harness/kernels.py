@@ -1,5 +1,5 @@
-"""The numerical libraries' code paths: what pins them to one path on every x86-64 host with AVX2,
-and what makes this host behave like an older one (to test the pin on one machine).
+"""The numerical libraries' code paths: what pins them to one path on every Intel x86-64 host with
+AVX2, and what makes this host behave like an older one (to test the pin on one machine).
 
 The libraries under a cell choose their kernels by the CPU they find (issue 38): torch's own
 vectorized kernels by ``ATEN_CPU_CAPABILITY`` (AVX-512 where the CPU has it), Intel MKL (torch's
@@ -19,6 +19,12 @@ worker through its runtime environment).
   unless ``--native-kernels`` or :data:`NATIVE_VARIABLE` opts out.
 * :func:`host_record`: what a cell records of the host and of the code path it took (CPU model,
   instruction-set level, torch's CPU capability, pinned or native).
+* :func:`pin_holds`: whether this CPU is one the pin covers. MKL keeps its AVX2 branch on Intel
+  CPUs only (on others it takes its own), and the approximate reciprocal instructions (``rcpps``,
+  ``rsqrtps``) give each vendor's own bits. Emulators show it: ``qemu-x86_64``, which computes those
+  instructions exactly where Intel's hardware approximates them, gave torch's float64 ``sqrt``
+  (MKL's vector math: its bits follow MKL's settings, not torch's) other bits in 57 of 4099 values,
+  and a suite cell parted at iteration 37; so an emulated CPU does not stand in for a second host.
 
 This module does not import numpy or torch at import time.
 """
@@ -157,13 +163,38 @@ def isa_level() -> str:
 def host_record() -> dict[str, str]:
     """What a cell records of the process that ran it: ``cpu`` (the model), ``isa`` (the host's
     level, :func:`isa_level`), ``torch_cpu`` (the kernels torch dispatched to: ``AVX2`` when pinned
-    on any x86-64 host with AVX2) and ``kernels`` (``pinned`` or ``native``: pinned when this
+    on any Intel x86-64 host with AVX2) and ``kernels`` (``pinned`` or ``native``: pinned when this
     process's environment carries the pin; :func:`pin_process` sets it only before the libraries
     load). Imports torch."""
     import torch
 
     return {"cpu": cpu_model(), "isa": isa_level(), "torch_cpu": torch.backends.cpu.get_cpu_capability(),
             "kernels": "pinned" if is_pinned() else "native"}
+
+
+#: The CPU vendor on which MKL's reproducible AVX2 branch (``MKL_CBWR=AVX2``) exists: oneMKL's
+#: developer guide, "Getting Started with Conditional Numerical Reproducibility": on other CPUs
+#: MKL takes its automatic branch instead, and its results may differ.
+MKL_CNR_VENDOR = "GenuineIntel"
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor string (``vendor_id`` of ``/proc/cpuinfo``: ``GenuineIntel``,
+    ``AuthenticAMD``, ...), or ``""`` where there is none (not Linux, not x86-64)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "vendor_id":
+                return value.strip()
+    return ""
+
+
+def pin_holds(vendor: str | None = None) -> bool:
+    """Whether the pin gives the reference bits on a CPU of ``vendor`` (default: this host's):
+    an Intel CPU. Elsewhere MKL ignores its AVX2 branch (:data:`MKL_CNR_VENDOR`), and the
+    approximate reciprocal instructions its vector math uses round differently, so rows may part
+    from an iteration on; the claims' statistics are what should agree (``analysis.recheck``)."""
+    return (cpu_vendor() if vendor is None else vendor) == MKL_CNR_VENDOR
 
 
 def cpu_model() -> str:

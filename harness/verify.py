@@ -17,7 +17,8 @@ bit-identical only under the same versions; a difference is a warning, not an er
 hosts: the kernels (pinned or native), torch's CPU kernels, the instruction-set level and the CPU
 model each cell recorded, against this process's (:func:`harness.kernels.host_record`). The command
 pins its own numerical libraries as the grid does (``--native-kernels`` opts out): pinned runs give
-the same bits on any x86-64 host with AVX2.
+the same bits on any Intel x86-64 host with AVX2 (on another vendor's CPU it warns:
+:func:`harness.kernels.pin_holds`).
 
 Exit codes: 0 every cell identical; 1 a cell differs or could not be rerun; 2 bad input (one line
 on stderr); 130 interrupted.
@@ -54,7 +55,7 @@ import torch
 from harness.cell import run_cell
 from harness.cli import EXIT_USAGE, Parser, UsageError, add_kernels_argument, exit_with, out_location
 from harness.grid import cell_label, select
-from harness.kernels import host_record
+from harness.kernels import cpu_vendor, host_record, pin_holds
 from harness.results import DamagedFileError, Location, cell_files, read_cell, spec_from_dict
 from harness.spec import CellSpec
 from harness.store import installed_distributions
@@ -241,11 +242,14 @@ HOST_FIELDS = (("kernels", "kernels"), ("torch_cpu", "torch's CPU kernels"), ("i
                ("cpu", "CPU"))
 
 
-def host_report(cells: list[Cell], here: dict[str, str] | None = None) -> list[str]:
+def host_report(cells: list[Cell], here: dict[str, str] | None = None,
+                vendor: str | None = None) -> list[str]:
     """The lines that compare the hosts and code paths the cells recorded with this process's
     (``here``, default :func:`harness.kernels.host_record`): one line per field that differs, with
-    how many cells recorded each value, and what that means for the rerun (a warning at most)."""
+    how many cells recorded each value, and what that means for the rerun (a warning at most).
+    ``vendor`` is this CPU's (default :func:`harness.kernels.cpu_vendor`): the pin holds on Intel's."""
     here = host_record() if here is None else here
+    vendor = cpu_vendor() if vendor is None else vendor
     recorded = [(c.meta.get("provenance") or {}) for c in cells]
     lines, differs = [], []
     for key, name in HOST_FIELDS:
@@ -263,10 +267,14 @@ def host_report(cells: list[Cell], here: dict[str, str] | None = None) -> list[s
     if unrecorded == len(cells):
         state = "unknown:"
     head = f"host (compared with what the cells recorded): {state}"
-    if here["kernels"] == "pinned" and not unrecorded and not differs:
-        tail = "pinned here and there: any x86-64 host with AVX2 gives the same bits"
+    if vendor and not pin_holds(vendor):
+        tail = (f"warning: this CPU is not Intel's ({vendor}): MKL keeps its reproducible AVX2 branch "
+                "for Intel CPUs, so rows may part from an iteration on even pinned; where bits cannot "
+                "match, python -m analysis.recheck checks a claim's statistics")
+    elif here["kernels"] == "pinned" and not unrecorded and not differs:
+        tail = "pinned here and there: any Intel x86-64 host with AVX2 gives the same bits"
     else:
-        tail = ("warning: rows are bit-identical across x86-64 hosts only when both runs are pinned "
+        tail = ("warning: rows are bit-identical across Intel x86-64 hosts only when both runs are pinned "
                 f"(here: {here['kernels']}; there: {_kernels_there(recorded)}); otherwise only on the "
                 "same CPU model, and a difference in the last bits grows over a run")
     return [head, *lines, tail]

@@ -108,6 +108,21 @@ def test_isa_level_reads_the_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     assert with_flags("sse2") == "x86-64-v1"
 
 
+def test_the_pin_holds_on_intel_cpus_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MKL's AVX2 branch exists on Intel CPUs (oneMKL's guide to conditional numerical
+    reproducibility); the vendor comes from ``/proc/cpuinfo``'s ``vendor_id``."""
+    import harness.kernels as kernels
+
+    def on(vendor_line: str) -> tuple[str, bool]:
+        text = f"processor : 0\n{vendor_line}cpu family : 6\n\nprocessor : 1\n"
+        monkeypatch.setattr(kernels.Path, "read_text", lambda self: text)
+        return kernels.cpu_vendor(), kernels.pin_holds()
+
+    assert on("vendor_id : GenuineIntel\n") == ("GenuineIntel", True)
+    assert on("vendor_id\t: AuthenticAMD\n") == ("AuthenticAMD", False)
+    assert on("") == ("", False)  # no vendor (another architecture): not a host the pin covers
+
+
 def test_host_summary_counts_the_cells_of_each_host() -> None:
     a = {"kernels": "pinned", "torch_cpu": "AVX2", "isa": "x86-64-v4", "cpu": "X (model 1)"}
     b = {"kernels": "native", "torch_cpu": "AVX512", "isa": "x86-64-v4", "cpu": "X (model 1)"}

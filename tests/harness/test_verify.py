@@ -212,14 +212,16 @@ def test_the_host_report_names_what_differs_from_here() -> None:
     def cell(**provenance: str) -> Cell:
         return Cell(Path("x.parquet"), spec, {"provenance": provenance})
 
-    same = host_report([cell(**here), cell(**here)], here)
+    same = host_report([cell(**here), cell(**here)], here, vendor="GenuineIntel")
     assert same[0].endswith("the same here") and same[-1].startswith("pinned here and there")
+    amd = host_report([cell(**here), cell(**here)], here, vendor="AuthenticAMD")
+    assert amd[-1].startswith("warning: this CPU is not Intel's (AuthenticAMD)")  # MKL's own branch there
     other = here | {"kernels": "native", "torch_cpu": "AVX512", "cpu": "B (family 6, model 2)"}
-    mixed = host_report([cell(**here), cell(**other)], here)
+    mixed = host_report([cell(**here), cell(**other)], here, vendor="GenuineIntel")
     assert mixed[0].endswith("3 differ here:")
     assert "  kernels: published native (1 of 2 cells), here pinned" in mixed
     assert "  CPU: published B (family 6, model 2) (1 of 2 cells), here A (family 6, model 1)" in mixed
     assert mixed[-1].startswith("warning:") and "there: native and pinned" in mixed[-1]
-    old = host_report([cell()], here)
+    old = host_report([cell()], here, vendor="GenuineIntel")
     assert old[0].endswith("unknown:") and "1 of 1 cells recorded no CPU or kernels" in old[1]
     assert old[-1].startswith("warning:")
