@@ -42,7 +42,7 @@ root_doc = "index"
 # its thousands of Parquet files and its report are not sources
 # suite.md, the suite's page, joins the site (index.md's toctree) when the suite is published: until
 # then its generated blocks are empty (issue 40)
-exclude_patterns = ["_build", "reproduction/**", ".venv", "**/.ipynb_checkpoints", "suite.md"]
+exclude_patterns = ["_build", "reproduction/**", ".venv", "**/.ipynb_checkpoints"]
 
 myst_enable_extensions = ["colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3

@@ -61,25 +61,27 @@ def choice_block(choices: pd.DataFrame) -> str:
 
 def ranks_block(ranks: pd.DataFrame, friedman: pd.DataFrame) -> str:
     """Per risk measure, a table: one row per problem, then the row over all its problems, with each
-    method's average rank over the seeds (1 is best; the best of the row in bold), the blocks ranked,
-    and, on the row of all problems, Friedman's p. One table per measure: each has its own methods
-    (V-UCB optimizes VaR only, CV-UCB and CV-TS CVaR only)."""
+    method's average rank over the seeds (1 is best; the best of the row in bold) and the blocks
+    ranked; Friedman's p over all the measure's blocks goes in the table's title (the test ran once
+    per measure, not per problem). One table per measure: each has its own methods (V-UCB optimizes
+    VaR only, CV-UCB and CV-TS CVaR only)."""
     if ranks.empty:
         return "No two methods ran on every problem of a risk measure."
     tables = []
     for target, part in ranks.groupby("target", sort=True):
         wide = part.pivot_table(index="problem", columns="algorithm", values="mean_rank", sort=True)
         blocks_of = part.groupby("problem")["n_blocks"].first()
-        p = friedman.set_index("target")["p"].get(target, float("nan"))
         rows = []
         for problem in [q for q in wide.index if q != "all"] + ["all"]:
             values, best = wide.loc[problem], wide.loc[problem].min()
             rows.append({"problem": "all problems" if problem == "all" else problem,
                          **{m: f"**{v:.2f}**" if v == best else f"{v:.2f}" for m, v in values.items()},
-                         "blocks": int(blocks_of[problem]),
-                         "Friedman p": f"{p:.2g}" if problem == "all" and p == p else ""})
+                         "blocks": int(blocks_of[problem])})
         label = RISK_MEASURES[target].label if target in RISK_MEASURES else target
-        tables.append(f"**{label}**\n\n{pages.md_table(pd.DataFrame(rows))}")
+        p = friedman.set_index("target")["p"].get(target, float("nan"))
+        test = (f" (Friedman's test over the {int(blocks_of['all'])} blocks: p = {p:.2g})" if p == p
+                else " (no Friedman test)")
+        tables.append(f"**{label}**{test}\n\n{pages.md_table(pd.DataFrame(rows))}")
     return "\n\n".join(tables)
 
 
@@ -95,7 +97,8 @@ def effort_block(effort: pd.DataFrame) -> str:
     """What the reduced effort changes, per problem and method (the report's ``effort.csv``)."""
     if effort.empty:
         return "No cell ran at both efforts."
-    return pages.md_table(effort[list(EFFORT_COLUMNS)].rename(columns=EFFORT_COLUMNS).fillna(""))
+    table = effort[list(EFFORT_COLUMNS)].rename(columns=EFFORT_COLUMNS)
+    return pages.md_table(table.astype(object).fillna(""))  # a blank note, not NaN; object: pandas 4
 
 
 def blocks(results: Path) -> dict[str, str]:

@@ -24,8 +24,13 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "docs" / "reproduction" / "paper"
 EXTRA = ROOT / "docs" / "reproduction" / "paper-extra"
 CVAR = ROOT / "docs" / "reproduction" / "cvar"
-#: the published folders whose tables are rebuilt: the paper run, the extra seeds and the cvar grid
-FOLDERS = {"paper": PUBLISHED, "paper-extra": EXTRA, "cvar": CVAR}
+SUITE = ROOT / "docs" / "reproduction" / "suite"
+SUITE_EFFORT = ROOT / "docs" / "reproduction" / "suite-full-effort"
+#: the published folders whose tables are rebuilt (the paper run, the extra seeds, the cvar grid and
+#: the suite), each with the folders its report was made ``--with``
+FOLDERS: dict[str, tuple[Path, tuple[Path, ...]]] = {
+    "paper": (PUBLISHED, ()), "paper-extra": (EXTRA, ()), "cvar": (CVAR, ()),
+    "suite": (SUITE, (SUITE_EFFORT,))}
 #: the tables the test rebuilds and compares
 TABLES = ("claims", "claims_overall", "final_table")
 
@@ -33,10 +38,10 @@ TABLES = ("claims", "claims_overall", "final_table")
 @pytest.fixture(scope="module", params=sorted(FOLDERS))
 def published(request) -> tuple[Path, dict[str, pd.DataFrame]]:
     """A published folder and its report's tables rebuilt from its committed rows."""
-    folder = FOLDERS[request.param]
+    folder, also = FOLDERS[request.param]
     if not (folder / "_report").is_dir():
         pytest.fail(f"{folder / '_report'} is missing: the publication's report is part of the repository")
-    frame, _, _ = read_frame(folder)
+    frame, _, _ = read_frame(folder, also=also)
     return folder, report_tables(frame, results_study(folder))
 
 
@@ -75,6 +80,39 @@ def test_the_page_shows_the_published_tables() -> None:
     for block in ("cvar-status", "cvar-cvar-regret", "cvar-cvar-seconds", "cvar-var-regret",
                   "cvar-var-seconds"):
         assert f"<!-- generated: {block} -->" in text, f"the CVaR how-to lost its generated block {block}"
+
+
+def test_the_suite_page_shows_the_published_suite() -> None:
+    """docs/suite.md's generated blocks (provenance, the choice table, the verdicts, the effort's
+    effect) are what the published suite's rows and report give."""
+    from studies.suite import page as suite_page
+
+    assert suite_page.main(["--check"]) == 0, "the suite page is stale: python -m studies.suite.page"
+
+
+@pytest.mark.parametrize("grid, folder", [("suite", SUITE), ("suite-full-effort", SUITE_EFFORT)],
+                         ids=["suite", "suite-full-effort"])
+def test_the_suite_is_its_grid_whole_none_resumed(grid: str, folder: Path) -> None:
+    """Every cell of the grid is published, each run from iteration 0 (no ``provenance.resumed_at``)."""
+    from harness.grid import named_grids
+    from harness.results import cell_files, spec_hash
+
+    files, refused = cell_files(folder)
+    assert not refused, f"unreadable published cells: {refused[:3]}"
+    published = {p.stem.rsplit("-", 1)[-1] for p, _ in files}
+    assert published == {spec_hash(c) for c in named_grids()[grid]().cells}
+    resumed = [str(p) for p, meta in files if (meta.get("provenance") or {}).get("resumed_at") is not None]
+    assert not resumed, f"resumed from a checkpoint: {resumed[:3]}"
+    # one environment, the pins of constraints.txt, but for pip before the run's venv upgraded it
+    # (docs/suite.md says so): the digest of the pins with pip==23.2.1 in place of pip==26.3
+    from harness.store import environment_digest
+
+    pins = [line.strip() for line in (SUITE / "constraints.txt").read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+    allowed = {environment_digest(pins),
+               environment_digest([("pip==23.2.1" if pin.startswith("pip==") else pin) for pin in pins])}
+    seen = {meta["provenance"]["environment"] for _, meta in files}
+    assert seen <= allowed, f"cells of another environment: {sorted(seen - allowed)}"
 
 
 def test_the_publication_is_every_cell_of_its_grid_or_says_it_is_not() -> None:

@@ -36,13 +36,13 @@ def test_the_ranks_block_gives_each_problem_then_all_problems_with_the_best_in_b
            for method, rank in (("vucb-prob", 1.0), ("random", 2.0))]
     ranks = pd.concat([ranks, pd.DataFrame(var, columns=ranks.columns)], ignore_index=True)
     lines = page.ranks_block(ranks, friedman).splitlines()
-    assert lines[:2] == ["**CVaR**", ""]
-    assert lines[2] == "| problem | cvucb | random | blocks | Friedman p |"
-    assert lines[4] == "| hartmann6-5-1 | **1.00** | 2.00 | 10 |  |"
-    assert lines[5] == "| yacht-5-1 | **1.50** | **1.50** | 10 |  |"  # a tie: both in bold
-    assert lines[6] == "| all problems | **1.25** | 1.75 | 20 | 0.012 |"
+    assert lines[:2] == ["**CVaR** (Friedman's test over the 20 blocks: p = 0.012)", ""]
+    assert lines[2] == "| problem | cvucb | random | blocks |"
+    assert lines[4] == "| hartmann6-5-1 | **1.00** | 2.00 | 10 |"
+    assert lines[5] == "| yacht-5-1 | **1.50** | **1.50** | 10 |"  # a tie: both in bold
+    assert lines[6] == "| all problems | **1.25** | 1.75 | 20 |"
     # VaR's table has its own methods, and no Friedman test ran for it
-    assert lines[8:11] == ["**VaR**", "", "| problem | random | vucb-prob | blocks | Friedman p |"]
-    assert lines[12:] == ["| branin-williams-2-2 | 2.00 | **1.00** | 10 |  |",
-                          "| all problems | 2.00 | **1.00** | 10 |  |"]
+    assert lines[8:11] == ["**VaR** (no Friedman test)", "", "| problem | random | vucb-prob | blocks |"]
+    assert lines[12:] == ["| branin-williams-2-2 | 2.00 | **1.00** | 10 |",
+                          "| all problems | 2.00 | **1.00** | 10 |"]
     assert page.ranks_block(ranks.iloc[:0], friedman.iloc[:0]).startswith("No two methods")
