@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from harness.kernels import NATIVE_FLAG, NATIVE_VARIABLE, cpu_vendor, host_record, pin_holds
+from harness.kernels import NATIVE_FLAG, NATIVE_VARIABLE, host_record, other_vendor
 from harness.results import Location, location, packs
 
 EXIT_USAGE = 2
@@ -124,8 +124,8 @@ def kernels_line() -> str:
     not cover (:func:`harness.kernels.pin_holds`)."""
     record = host_record()
     line = f"kernels {record['kernels']} (torch {record['torch_cpu']}) on {record['cpu']}"
-    vendor = cpu_vendor()
-    if record["kernels"] == "pinned" and vendor and not pin_holds(vendor):
+    vendor = other_vendor()
+    if record["kernels"] == "pinned" and vendor:
         line += (f" (not an Intel CPU, {vendor}: MKL takes its own branch here, so these rows may "
                  "differ from an Intel host's)")
     return line

@@ -197,6 +197,14 @@ def pin_holds(vendor: str | None = None) -> bool:
     return (cpu_vendor() if vendor is None else vendor) == MKL_CNR_VENDOR
 
 
+def other_vendor(vendor: str | None = None) -> str:
+    """``vendor`` (default: this host's) where it names a CPU the pin does not cover (a vendor
+    other than Intel's, :func:`pin_holds`), else ``""`` (an Intel CPU, or no vendor to name): what
+    the commands' warnings say."""
+    vendor = cpu_vendor() if vendor is None else vendor
+    return vendor if vendor and not pin_holds(vendor) else ""
+
+
 def cpu_model() -> str:
     """The CPU's model name and its family, model and stepping numbers (``/proc/cpuinfo`` on Linux:
     a virtual machine often names every CPU "Intel(R) Xeon(R) Processor", and the numbers tell

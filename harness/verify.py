@@ -55,7 +55,7 @@ import torch
 from harness.cell import run_cell
 from harness.cli import EXIT_USAGE, Parser, UsageError, add_kernels_argument, exit_with, out_location
 from harness.grid import cell_label, select
-from harness.kernels import cpu_vendor, host_record, pin_holds
+from harness.kernels import host_record, other_vendor
 from harness.results import DamagedFileError, Location, cell_files, read_cell, spec_from_dict
 from harness.spec import CellSpec
 from harness.store import installed_distributions
@@ -247,9 +247,10 @@ def host_report(cells: list[Cell], here: dict[str, str] | None = None,
     """The lines that compare the hosts and code paths the cells recorded with this process's
     (``here``, default :func:`harness.kernels.host_record`): one line per field that differs, with
     how many cells recorded each value, and what that means for the rerun (a warning at most).
-    ``vendor`` is this CPU's (default :func:`harness.kernels.cpu_vendor`): the pin holds on Intel's."""
+    ``vendor`` is this CPU's (default :func:`harness.kernels.cpu_vendor`): the pin holds on Intel's
+    (:func:`harness.kernels.other_vendor`)."""
     here = host_record() if here is None else here
-    vendor = cpu_vendor() if vendor is None else vendor
+    vendor = other_vendor(vendor)
     recorded = [(c.meta.get("provenance") or {}) for c in cells]
     lines, differs = [], []
     for key, name in HOST_FIELDS:
@@ -267,7 +268,7 @@ def host_report(cells: list[Cell], here: dict[str, str] | None = None,
     if unrecorded == len(cells):
         state = "unknown:"
     head = f"host (compared with what the cells recorded): {state}"
-    if vendor and not pin_holds(vendor):
+    if vendor:
         tail = (f"warning: this CPU is not Intel's ({vendor}): MKL keeps its reproducible AVX2 branch "
                 "for Intel CPUs, so rows may part from an iteration on even pinned; where bits cannot "
                 "match, python -m analysis.recheck checks a claim's statistics")

@@ -121,6 +121,22 @@ def test_the_pin_holds_on_intel_cpus_only(monkeypatch: pytest.MonkeyPatch) -> No
     assert on("vendor_id : GenuineIntel\n") == ("GenuineIntel", True)
     assert on("vendor_id\t: AuthenticAMD\n") == ("AuthenticAMD", False)
     assert on("") == ("", False)  # no vendor (another architecture): not a host the pin covers
+    assert [kernels.other_vendor(v) for v in ("GenuineIntel", "AuthenticAMD", "")] == ["", "AuthenticAMD", ""]
+
+
+def test_the_kernels_line_warns_on_a_cpu_the_pin_does_not_cover(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``harness.run``'s first lines say when pinned rows may differ from an Intel host's."""
+    import harness.cli as cli
+
+    record = {"kernels": "pinned", "torch_cpu": "AVX2", "isa": "x86-64-v3", "cpu": "X (model 1)"}
+    monkeypatch.setattr(cli, "host_record", lambda: record)
+    monkeypatch.setattr(cli, "other_vendor", lambda: "")
+    assert cli.kernels_line() == "kernels pinned (torch AVX2) on X (model 1)"
+    monkeypatch.setattr(cli, "other_vendor", lambda: "AuthenticAMD")
+    assert cli.kernels_line().endswith("(not an Intel CPU, AuthenticAMD: MKL takes its own branch here, "
+                                       "so these rows may differ from an Intel host's)")
+    record["kernels"] = "native"  # native rows are this CPU's anyway: nothing to add
+    assert cli.kernels_line() == "kernels native (torch AVX2) on X (model 1)"
 
 
 def test_host_summary_counts_the_cells_of_each_host() -> None:
