@@ -10,6 +10,7 @@ import torch
 from problems.risk import (
     piecewise_linear_cvar,
     piecewise_linear_var,
+    stable_argsort,
     triangulated_cvar,
     triangulated_var,
     weighted_cvar,
@@ -249,3 +250,19 @@ def test_triangulated_cvar_approaches_the_tail_mean_of_the_function() -> None:
         k = round(alpha * ordered.numel())
         assert float(triangulated_cvar(values, alpha)) == pytest.approx(float(ordered[:k].mean()), abs=2e-5)
         assert float(triangulated_cvar(values, alpha)) <= float(triangulated_var(values, alpha))
+
+
+@pytest.mark.parametrize("n", [1, 2, 15, 100, 243])
+def test_stable_argsort_is_torchs_stable_argsort(n: int) -> None:
+    """The same permutation as ``torch.argsort(stable=True)`` (which the measures used before) on
+    rows with ties, NaNs and signed zeros, so that no row computed with it moves by a bit."""
+    g = torch.Generator().manual_seed(n)
+    values = torch.randn(600, n, generator=g, dtype=torch.float64)
+    values[::7, 0] = values[::7, -1]  # a tie between the ends
+    values[::11] = torch.round(values[::11] * 2) / 2  # many ties
+    values[3, -1] = float("nan")
+    values[5, :] = float("nan")
+    values[9, 0], values[9, -1] = -0.0, 0.0
+    assert torch.equal(stable_argsort(values), torch.argsort(values, dim=-1, stable=True))
+    batched = values.reshape(2, 300, n)
+    assert torch.equal(stable_argsort(batched), torch.argsort(batched, dim=-1, stable=True))
