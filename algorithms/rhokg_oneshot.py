@@ -43,6 +43,7 @@ from torch import Tensor
 from algorithms.base import positive_int
 from algorithms.botorch_risk import BOTORCH_MEASURES, BotorchRisk
 from algorithms.cost import ProblemSize
+from algorithms.oneshot_fused import TailMeasure
 from algorithms.options import Option
 from problems import DiscreteZ, Problem
 from problems.risk import weighted_cvar, weighted_var
@@ -117,7 +118,7 @@ class RhoKGOneShot(BotorchRisk):
     def __init__(self, problem: Problem, seed_root: int, risk: str = "var", num_fantasies: int = 16,
                  num_restarts: int = 10, raw_samples: int = 128, inner_samples: int = 128,
                  maxiter: int = 200, inner_restarts: int = 20, raw_inner_samples: int = 1024,
-                 n_w: int | None = None) -> None:
+                 engine: str = "botorch", gradient: str = "released", n_w: int | None = None) -> None:
         if isinstance(problem.z, DiscreteZ):
             if n_w is not None:
                 raise TypeError(f"{self.name}: n_w is for a continuous Z; {problem.name} has a discrete "
@@ -128,7 +129,7 @@ class RhoKGOneShot(BotorchRisk):
         super().__init__(problem, seed_root, risk=risk, num_fantasies=num_fantasies,
                          num_restarts=num_restarts, raw_samples=raw_samples, inner_samples=inner_samples,
                          maxiter=maxiter, n_w=n_w, inner_restarts=inner_restarts,
-                         raw_inner_samples=raw_inner_samples)
+                         raw_inner_samples=raw_inner_samples, engine=engine, gradient=gradient)
 
     def acquisition_set(self, t: int) -> tuple[Tensor, RiskMeasureMCObjective]:
         """The support and its masses (a discrete Z), or ``n_w`` fresh draws of mass 1/n_w."""
@@ -139,3 +140,10 @@ class RhoKGOneShot(BotorchRisk):
             w, _ = self.w_set(t, self.n_w, "acquisition")
             masses = torch.full((w.shape[0],), 1.0 / w.shape[0], dtype=torch.float64)
         return w, WeightedRiskMeasure(self.risk, self.problem.alpha, masses)
+
+    def tail_measure(self, t: int) -> TailMeasure:
+        """The measure ``engine = "fused"`` evaluates: :class:`WeightedRiskMeasure`'s, the same masses."""
+        z = self.problem.z
+        masses = z.masses if isinstance(z, DiscreteZ) else torch.full((self.n_w,), 1.0 / self.n_w,
+                                                                     dtype=torch.float64)
+        return TailMeasure(self.risk, masses, self.problem.alpha)

@@ -132,13 +132,13 @@ def stable_argsort(values: Tensor) -> Tensor:
     if values.device.type != "cpu":
         return torch.argsort(values, dim=-1, stable=True)
     n = values.shape[-1]
-    rows = values.detach().reshape(-1, n).numpy()
-    order = np.argsort(rows, axis=-1)
-    ordered = np.take_along_axis(rows, order, axis=-1)
-    tied = (ordered[:, 1:] == ordered[:, :-1]).any(axis=-1) | np.isnan(ordered[:, -1])
+    rows = values.detach().reshape(-1, n)
+    order = torch.from_numpy(np.argsort(rows.numpy(), axis=-1))
+    ordered = torch.gather(rows, -1, order)  # torch's gather: several times numpy's take_along_axis
+    tied = (ordered[:, 1:] == ordered[:, :-1]).any(dim=-1) | torch.isnan(ordered[:, -1])
     if tied.any():
-        order[tied] = np.argsort(rows[tied], axis=-1, kind="stable")
-    return torch.from_numpy(order).reshape(values.shape)
+        order[tied] = torch.from_numpy(np.argsort(rows[tied].numpy(), axis=-1, kind="stable"))
+    return order.reshape(values.shape)
 
 
 def _var_index_sorted(values: Tensor, masses: Tensor, alpha: float) -> Tensor:
