@@ -16,16 +16,15 @@ Per problem (its alpha is the problem's, which translates its source's; ``proble
 
 Methods: on VaR cells V-UCB Prob, rho-KG^apx, the one-shot rho-KG, BoTorch's risk-averse BO, RAHBO
 and random search; on CVaR cells CV-UCB, CV-TS and the same others (V-UCB Prob optimizes VaR only,
-CV-UCB and CV-TS CVaR only). Every method at its defaults, the full effort of its source, but for
-the options of :data:`OPTIONS` and the reduced effort of the methods of :data:`REDUCED`, whose
-effect the grid ``suite-full-effort`` measures.
+CV-UCB and CV-TS CVaR only). Every method at the full effort of its source (its defaults), with the
+options of :data:`OPTIONS`: where a problem's source sets one, and the one-shot KGs' fused engine with
+the exact gradient (:data:`ONE_SHOT_OPTIONS`).
 """
 
 from __future__ import annotations
 
-from harness.grid import Grid, cell_block, smoke_options
+from harness.grid import Grid, cell_block
 from harness.spec import CellSpec
-from problems import get_problem
 
 SEEDS = 10
 #: problem -> (risk measures, iterations)
@@ -38,20 +37,18 @@ PROBLEMS: dict[str, tuple[tuple[str, ...], int]] = {
     "newsvendor-1-2": (("cvar",), 50),
     "portfolio-3-2": (("cvar",), 80),
 }
-#: (problem, method) -> options other than the method's defaults: where a problem's source sets them
+#: The one-shot KGs' options on every problem: BoTorch's computation by the fused engine
+#: (:mod:`algorithms.oneshot_fused`, the same values and gradients, 2-10 times faster), optimized with
+#: the value's exact gradient (BoTorch 0.18.1 with GPyTorch 1.15.2 drops part of it in the query;
+#: ``gradient = "released"`` keeps BoTorch's). The tutorial's effort is their defaults.
+ONE_SHOT_OPTIONS = {"engine": "fused", "gradient": "exact"}
+#: (problem, method) -> options other than the method's defaults: where a problem's source sets them,
+#: and the one-shot KGs' engine and gradient everywhere
 OPTIONS: dict[tuple[str, str], dict] = {
     ("marzat-f6-4-3", "rhokg-apx"): {"num_w_samples": 40},  # BoRisk's f6 runs: 40 fresh w
+    **{(problem, method): dict(ONE_SHOT_OPTIONS) for problem in PROBLEMS
+       for method in ("rhokg-oneshot", "botorch-risk")},
 }
-#: The methods the suite runs at their declared reduced effort (``reduced_options``, the smoke grid's):
-#: at full effort the suite would take about 260 CPU-hours, nine tenths of them the two one-shot KGs
-#: (5-340 s an iteration, growing with n), against about 18 at these efforts (``python -m harness.run
-#: --grid suite --dry-run``). What the reduction changes is measured on :data:`SAMPLE`.
-REDUCED = ("rhokg-apx", "rhokg-oneshot", "botorch-risk")
-#: The sample of cells also run at full effort (grid ``suite-full-effort``): the cheapest problems,
-#: where the full effort costs minutes a cell, 6 seeds (the fewest on which a two-sided signed-rank
-#: test can find a difference at 0.05: its smallest p is 2/2^6)
-SAMPLE: dict[str, tuple[str, ...]] = {"yacht-5-1": REDUCED, "hartmann6-5-1": ("rhokg-apx",)}
-SAMPLE_SEEDS = range(6)
 #: risk measure -> the methods that optimize it
 METHODS: dict[str, tuple[str, ...]] = {
     "var": ("vucb-prob", "rhokg-apx", "rhokg-oneshot", "botorch-risk", "rahbo", "random"),
@@ -59,13 +56,9 @@ METHODS: dict[str, tuple[str, ...]] = {
 }
 
 
-def options(problem: str, method: str, full: bool = False) -> dict | None:
-    """The options of ``method`` on ``problem`` in the suite: the problem's own (:data:`OPTIONS`),
-    with the method's reduced effort for the problem's kind of Z unless ``full``."""
-    chosen = dict(OPTIONS.get((problem, method), {}))
-    if method in REDUCED and not full:
-        chosen.update(smoke_options(method, not get_problem(problem).z.is_discrete) or {})
-    return chosen or None
+def options(problem: str, method: str) -> dict | None:
+    """The options of ``method`` on ``problem`` in the suite (:data:`OPTIONS`), None for its defaults."""
+    return dict(OPTIONS[(problem, method)]) if (problem, method) in OPTIONS else None
 
 
 def suite_cells(seeds: range = range(SEEDS)) -> list[CellSpec]:
@@ -76,21 +69,11 @@ def suite_cells(seeds: range = range(SEEDS)) -> list[CellSpec]:
                                    options=options(problem, method), risk=risk)]
 
 
-def sample_grid() -> Grid:
-    """The suite's sample at full effort: what the reduced effort changes (:data:`SAMPLE`)."""
-    cells = [cell for problem, methods in SAMPLE.items() for risk in PROBLEMS[problem][0]
-             for method in methods if method in METHODS[risk]
-             for cell in cell_block([problem], [method], SAMPLE_SEEDS, PROBLEMS[problem][1],
-                                    options=options(problem, method, full=True), risk=risk)]
-    return Grid("suite-full-effort", tuple(cells), "the suite's reduced-effort methods at full effort on "
-                "its cheapest problems, seeds 0-5: the sample the reduction is measured on")
-
-
 def suite_grid() -> Grid:
     """The suite at full effort, 10 seeds."""
     return Grid("suite", tuple(suite_cells()), "the field's problems (BoRisk, the CV-UCB paper) at their "
-                "sources' risk measures and budgets x every method of the measure, 10 seeds; rho-KG^apx and "
-                "the one-shot KGs at their reduced effort")
+                "sources' risk measures and budgets x every method of the measure at its source's full "
+                "effort, 10 seeds")
 
 
-GRIDS = {"suite": suite_grid, "suite-full-effort": sample_grid}
+GRIDS = {"suite": suite_grid}

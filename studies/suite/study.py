@@ -75,8 +75,7 @@ STUDY = Study(
              "rhokg-oneshot": 3, "rahbo": 8},
     description="The field's suite: BoRisk's and the CV-UCB paper's problems against the field's methods",
     across_problems=True,
-    # the suite's effort (studies.suite.grids.REDUCED): its cells at it are the default configuration
-    reduced_effort=("rhokg-apx", "rhokg-oneshot", "botorch-risk"),
-    # the grid's options on one problem (BoRisk's 40 samples of W on f6): the default there
-    problem_options={p: {a: o} for (p, a), o in OPTIONS.items()},
+    # the grid's options (BoRisk's 40 samples of W on f6, the one-shot KGs' engine and gradient): the
+    # study's configuration of those cells
+    problem_options={p: {a: o for (q, a), o in OPTIONS.items() if q == p} for p in {p for p, _ in OPTIONS}},
 )
