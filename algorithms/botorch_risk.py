@@ -87,9 +87,15 @@ from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, Recommendation, positive_int
 from algorithms.cost import ProblemSize
-from algorithms.oneshot_fused import ENGINES, GRADIENTS, FusedOneShotKG, TailMeasure, fused_initial_conditions
+from algorithms.oneshot_fused import (
+    ENGINES,
+    GRADIENTS,
+    FusedOneShotKG,
+    SampleMeasure,
+    fused_initial_conditions,
+)
 from algorithms.options import Option
-from problems import DiscreteZ, Problem
+from problems import DiscreteZ, Problem, measures
 from problems.seeding import derive_seed
 
 LEVELS = ("matched", "naive")
@@ -166,8 +172,9 @@ def _one_shot_starts(inner: Mapping[str, int], fused: bool = False) -> Callable[
     return generate
 
 
-#: How many times as long the one-shot search takes on VaR as on CVaR (measured on Branin-Williams).
-VAR_SEARCH_FACTOR = 2.2
+#: How many times as long the one-shot search takes on a measure as on CVaR (measured on
+#: Branin-Williams: on VaR, whose sampled values move in steps, L-BFGS-B needs more evaluations).
+SEARCH_FACTOR = {"var": 2.2}
 
 
 def fused_speedup(m: int) -> float:
@@ -269,7 +276,7 @@ class BotorchRisk(Algorithm):
         from 80 to 180, Hartmann-6 (1,5) with its 243-point Z 337 s at n = 10. The count of
         L-BFGS-B evaluations a proposal takes varies about 3-fold with the problem; the model is for
         planning, within a factor of 2 of a whole cell. On VaR the search takes
-        :data:`VAR_SEARCH_FACTOR` times as long (the VaR of the fantasy samples moves in steps, and
+        :data:`SEARCH_FACTOR` times as long (the VaR of the fantasy samples moves in steps, and
         L-BFGS-B needs more evaluations): 6 full-effort iterations on Branin-Williams' VaR took
         163 s (``rhokg-oneshot``) and 208 s (this method), against about 90 s modelled as CVaR."""
         def effort(o: Mapping[str, object]) -> float:
@@ -282,8 +289,7 @@ class BotorchRisk(Algorithm):
         a, b = size.n_init / 120.0, (size.n_init + size.iterations) / 120.0
         cube = (b**4 - a**4) / (4 * (b - a)) if b > a else a**3  # (n / 120)^3 averaged over the run
         search = (11.0 + 22.7 * (m / 100.0) ** 3) * (1.0 + cube)
-        if size.risk == "var":
-            search *= VAR_SEARCH_FACTOR
+        search *= SEARCH_FACTOR.get(size.risk, 1.0)
         if options.get("engine") == "fused":
             search /= fused_speedup(m)
         return 0.1 + 0.03 * m + 0.008 * n + effort(options) / effort(defaults) * search
@@ -347,20 +353,18 @@ class BotorchRisk(Algorithm):
         w, counts = self.w_set(t, self.n_w, "acquisition")
         return w, risk_measure(self.risk, self.problem.alpha, counts, self.level)
 
-    def tail_measure(self, t: int) -> TailMeasure:
+    def sample_measure(self, t: int) -> SampleMeasure:
         """The acquisition's risk measure as masses over its w set's distinct points, what ``engine =
-        "fused"`` evaluates: masses counts / N and level k / N, with k the count of BoTorch's measure
-        (read from the measure itself: its VaR is a quantile, whose rounding decides k)."""
+        "fused"`` evaluates: masses counts / N and level k / N, k the count of values BoTorch's measure
+        takes of N (read from the measure itself: the last rank its gradient reaches, since its VaR is
+        a quantile whose rounding decides k, and its CVaR the mean of the k smallest)."""
         _, counts = self.w_set(t, self.n_w, "acquisition")
         total = int(counts.sum())
-        masses = counts.to(torch.float64) / total
-        if self.risk == "mean":
-            return TailMeasure("mean", masses, self.problem.alpha)
-        measure = BOTORCH_MEASURES[self.risk](alpha=botorch_level(total, self.problem.alpha, self.level),
-                                              n_w=total)
-        ranks = torch.arange(total, dtype=torch.float64).view(1, total, 1)
-        k = int(measure(ranks)) + 1 if self.risk == "var" else total - measure.alpha_idx
-        return TailMeasure(self.risk, masses, k / total)
+        botorch = risk_measure(self.risk, self.problem.alpha, torch.ones(total, dtype=torch.long), self.level)
+        ranks = torch.arange(total, dtype=torch.float64).view(1, total, 1).requires_grad_(True)
+        (reached,) = torch.autograd.grad(botorch(ranks).sum(), ranks)
+        k = int(reached.reshape(-1).nonzero().max()) + 1
+        return SampleMeasure(measures.risk_measure(self.risk), counts.to(torch.float64) / total, k / total)
 
     def _knowledge_gradient(self, model: SingleTaskGP, t: int) -> AcquisitionFunction:
         w, objective = self.acquisition_set(t)
@@ -368,7 +372,7 @@ class BotorchRisk(Algorithm):
         fantasies = self._sampler(self.num_fantasies, t, "fantasies")
         inner = self._sampler(self.inner_samples, t, "inner")
         if self.engine == "fused":
-            return FusedOneShotKG(model, w, self.tail_measure(t), fantasies, inner, d_x, self.gradient)
+            return FusedOneShotKG(model, w, self.sample_measure(t), fantasies, inner, d_x, self.gradient)
         return qMultiFidelityKnowledgeGradient(
             model=with_w_set(model, w), num_fantasies=self.num_fantasies, sampler=fantasies,
             inner_sampler=inner, objective=objective, project=lambda X: X[..., :d_x])

@@ -57,7 +57,7 @@ from gpytorch.kernels import MaternKernel, RBFKernel, ScaleKernel
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
-from problems.risk import var_index
+from problems.measures import RiskMeasure
 
 #: The gradient of the one-shot KG: exact, or as BoTorch 0.18.1 / GPyTorch 1.15.2 release it.
 GRADIENTS = ("exact", "released")
@@ -104,46 +104,27 @@ class PosteriorFactors:
 
 
 @dataclass(frozen=True)
-class TailMeasure:
-    """VaR_alpha, CVaR_alpha or the mean of m values with masses, as the sum of weights times the
-    values, the weights chosen without gradient: the value of the sorting measures of
-    :mod:`problems.risk`, and of BoTorch's ``VaR`` and ``CVaR`` on values repeated by counts (masses
-    counts / N, alpha = k / N for the k-th smallest of N), at a fraction of their cost. CVaR is
-
-        (1 / alpha) [ sum_{v_i < VaR} p_i v_i + (alpha - sum_{v_i < VaR} p_i) VaR ],
-
-    the tail mean of the sorted formula without its sort (values equal to VaR weigh the same either
-    way), VaR's position that of :func:`problems.risk.var_index`. The gradient in the values is the
-    weights (almost everywhere).
+class SampleMeasure:
+    """A risk measure of each posterior sample's m values, with their masses and level, as the sum
+    of the measure's weights times the values (:meth:`problems.measures.RiskMeasure.weights`): the
+    value of the sorting measures of :mod:`problems.risk`, and of BoTorch's ``VaR`` and ``CVaR`` on
+    values repeated by counts (masses counts / N, alpha = k / N for the k-th smallest of N), without
+    a sort of the samples. The gradient in the values is the weights (almost everywhere).
 
     Attributes:
-        risk: ``"var"``, ``"cvar"`` or ``"mean"``.
+        measure: the risk measure (VaR, CVaR or the mean).
         masses: ``m`` masses summing to one.
-        alpha: the lower-tail level (unused by ``"mean"``).
+        alpha: the lower-tail level (unused by the mean).
     """
 
-    risk: str
+    measure: RiskMeasure
     masses: Tensor
     alpha: float
 
-    def __post_init__(self) -> None:
-        if self.risk not in ("var", "cvar", "mean"):
-            raise ValueError(f"unknown risk measure {self.risk!r}; valid: var, cvar, mean")
-
     def weights(self, values: Tensor) -> Tensor:
-        """The measure's weights at ``values`` (``... x m``, no gradient): the measure is the sum of
-        the weights times the values, and its gradient in the values the weights."""
+        """The measure's weights at ``values`` (``... x m``, no gradient)."""
         values = values.detach()
-        masses = self.masses.to(values)
-        if self.risk == "mean":
-            return masses.expand_as(values)
-        index = var_index(values, masses, self.alpha).unsqueeze(-1)
-        if self.risk == "var":
-            return torch.zeros_like(values).scatter_(-1, index, 1.0)
-        below = values < torch.gather(values, -1, index)
-        weights = torch.where(below, masses / self.alpha, torch.zeros((), dtype=values.dtype))
-        rest = 1.0 - weights.sum(dim=-1, keepdim=True)  # the share of the VaR value itself
-        return weights.scatter_add_(-1, index, rest)
+        return self.measure.weights(values, self.masses.to(values), self.alpha)
 
     def __call__(self, values: Tensor) -> Tensor:
         """``... x m`` -> ``...``, differentiable in ``values``."""
@@ -154,7 +135,7 @@ class _JointPosterior:
     """Shared by the value function and the KG: the current posterior at the points U = (x, W), and
     the risk measure of its samples (:class:`_SampleRisk`)."""
 
-    def __init__(self, factors: PosteriorFactors, w: Tensor, d_x: int, measure: TailMeasure,
+    def __init__(self, factors: PosteriorFactors, w: Tensor, d_x: int, measure: SampleMeasure,
                  zeta: Tensor) -> None:
         self.factors, self.w, self.d_x, self.measure, self.zeta = factors, w, d_x, measure, zeta
         self.m = w.shape[0]
@@ -190,7 +171,7 @@ def _upper_mask(m: int) -> Tensor:
 
 class _SampleRisk(torch.autograd.Function):
     """values[b, s] = rho(mean_b + chol(prior - H_b H_b^T) zeta_s): ``B x m``, ``B x m x r`` ->
-    ``B x S`` (rho a :class:`TailMeasure`), with a backward that never forms the gradient of the
+    ``B x S`` (rho a :class:`SampleMeasure`), with a backward that never forms the gradient of the
     covariance.
 
     Autograd's would: the Cholesky adjoint Gamma = L^{-T} Phi(L^T Lbar) L^{-1} (m x m; Phi takes the
@@ -202,7 +183,7 @@ class _SampleRisk(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, mean: Tensor, root: Tensor, prior: Tensor, zeta: Tensor,
-                measure: TailMeasure) -> Tensor:
+                measure: SampleMeasure) -> Tensor:
         B = mean.shape[0]
         cov = torch.baddbmm(prior, root, root.transpose(-1, -2), alpha=-1)
         factor = psd_safe_cholesky(cov)
@@ -267,7 +248,7 @@ class FusedOneShotKG(OneShotAcquisitionFunction):
         gradient: ``"exact"`` or ``"released"`` (module docstring).
     """
 
-    def __init__(self, model: SingleTaskGP, w: Tensor, measure: TailMeasure, sampler: MCSampler,
+    def __init__(self, model: SingleTaskGP, w: Tensor, measure: SampleMeasure, sampler: MCSampler,
                  inner_sampler: MCSampler, d_x: int, gradient: str = "released") -> None:
         super().__init__(model)
         if gradient not in GRADIENTS:

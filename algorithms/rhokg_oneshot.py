@@ -43,10 +43,10 @@ from torch import Tensor
 from algorithms.base import positive_int
 from algorithms.botorch_risk import BOTORCH_MEASURES, BotorchRisk
 from algorithms.cost import ProblemSize
-from algorithms.oneshot_fused import TailMeasure
+from algorithms.oneshot_fused import SampleMeasure
 from algorithms.options import Option
 from problems import DiscreteZ, Problem
-from problems.risk import weighted_cvar, weighted_var
+from problems.measures import RiskMeasure, risk_measure
 
 #: The options of ``botorch-risk`` that do not apply: the level (the measures are exact), the
 #: recommendation's w set and rule (the shared rule), and the w set's size (declared again below).
@@ -61,30 +61,28 @@ _MEANINGS = {o.name: replace(o, meaning=meaning) for o in BotorchRisk.options fo
 
 
 class WeightedRiskMeasure(RiskMeasureMCObjective):
-    """VaR_alpha, CVaR_alpha or the mean of each x's ``m`` sampled values under the masses of its
-    w set: ``sample x batch x (q m) x 1`` -> ``sample x batch x q`` (BoTorch's risk-measure
-    objective interface; the values of one x are consecutive, as ``AppendFeatures`` orders them).
+    """A risk measure (:mod:`problems.measures`: VaR_alpha, CVaR_alpha or the mean) of each x's ``m``
+    sampled values under the masses of its w set: ``sample x batch x (q m) x 1`` -> ``sample x batch
+    x q`` (BoTorch's risk-measure objective interface; the values of one x are consecutive, as
+    ``AppendFeatures`` orders them).
 
     Args:
-        risk: ``"var"``, ``"cvar"`` or ``"mean"``.
-        alpha: the lower-tail level (unused by ``"mean"``).
+        measure: the risk measure, one that BoTorch's one-shot KG can optimize
+            (:data:`algorithms.botorch_risk.BOTORCH_MEASURES`).
+        alpha: the lower-tail level (unused by the mean).
         masses: ``m`` masses summing to one.
     """
 
-    def __init__(self, risk: str, alpha: float, masses: Tensor) -> None:
+    def __init__(self, measure: RiskMeasure, alpha: float, masses: Tensor) -> None:
         super().__init__(n_w=masses.shape[0])
-        if risk not in BOTORCH_MEASURES:
-            raise ValueError(f"unknown risk measure {risk!r}; valid: {', '.join(BOTORCH_MEASURES)}")
-        self.risk, self.alpha = risk, alpha
+        if measure.name not in BOTORCH_MEASURES:
+            raise ValueError(f"unknown risk measure {measure.name!r}; valid: {', '.join(BOTORCH_MEASURES)}")
+        self.measure, self.alpha = measure, alpha
         self.register_buffer("masses", masses)
 
     def forward(self, samples: Tensor, X: Tensor | None = None) -> Tensor:
         values = self._prepare_samples(samples)  # sample x batch x q x m
-        masses = self.masses.to(values)
-        if self.risk == "mean":
-            return values @ masses
-        measure = weighted_var if self.risk == "var" else weighted_cvar
-        return measure(values, masses, self.alpha)
+        return self.measure.of_distribution(values, self.masses.to(values), self.alpha)
 
 
 class RhoKGOneShot(BotorchRisk):
@@ -139,11 +137,11 @@ class RhoKGOneShot(BotorchRisk):
         else:
             w, _ = self.w_set(t, self.n_w, "acquisition")
             masses = torch.full((w.shape[0],), 1.0 / w.shape[0], dtype=torch.float64)
-        return w, WeightedRiskMeasure(self.risk, self.problem.alpha, masses)
+        return w, WeightedRiskMeasure(risk_measure(self.risk), self.problem.alpha, masses)
 
-    def tail_measure(self, t: int) -> TailMeasure:
+    def sample_measure(self, t: int) -> SampleMeasure:
         """The measure ``engine = "fused"`` evaluates: :class:`WeightedRiskMeasure`'s, the same masses."""
         z = self.problem.z
         masses = z.masses if isinstance(z, DiscreteZ) else torch.full((self.n_w,), 1.0 / self.n_w,
                                                                      dtype=torch.float64)
-        return TailMeasure(self.risk, masses, self.problem.alpha)
+        return SampleMeasure(risk_measure(self.risk), masses, self.problem.alpha)

@@ -25,9 +25,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar, Protocol
 
+import torch
 from torch import Tensor
 
-from problems.risk import weighted_cvar, weighted_var
+from problems.risk import var_index, weighted_cvar, weighted_var
 
 
 class Problem(Protocol):
@@ -73,6 +74,14 @@ class RiskMeasure(ABC):
         """The true measure of f(x, Z) on ``problem`` (alpha defaults to the problem's):
         ``batch x d_x`` -> ``batch``."""
 
+    @abstractmethod
+    def weights(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
+        """The measure of the distribution taking ``values[..., i]`` with probability ``masses[i]``
+        as a weighted sum of the values: ``batch x n`` (masses ``n``) -> ``batch x n`` weights,
+        chosen without gradient, such that the measure is ``(weights * values).sum(-1)`` and its
+        gradient in the values is the weights (almost everywhere). Each measure here is piecewise
+        linear in the values, which is what makes this exact."""
+
     def objective(self, problem: Problem, alpha: float) -> Callable[[Tensor], Tensor]:
         """The function of x the certified search of this measure's optimum maximizes."""
         return lambda x: self.of_problem(problem, x, alpha)
@@ -98,6 +107,11 @@ class VaR(RiskMeasure):
     def of_distribution(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
         return weighted_var(values, masses, alpha)
 
+    def weights(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
+        """One at the quantile's entry (:func:`problems.risk.var_index`), zero elsewhere."""
+        index = var_index(values.detach(), masses, alpha).unsqueeze(-1)
+        return torch.zeros_like(values).scatter_(-1, index, 1.0)
+
     def of_problem(self, problem: Problem, x: Tensor, alpha: float | None = None) -> Tensor:
         return problem.var(x, alpha)
 
@@ -110,6 +124,17 @@ class CVaR(RiskMeasure):
 
     def of_distribution(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
         return weighted_cvar(values, masses, alpha)
+
+    def weights(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
+        """p_i / alpha on the values below VaR_alpha, and the rest of the tail's weight,
+        (alpha - sum of those p_i) / alpha, on VaR's own entry: the sorted formula of
+        :func:`problems.risk.weighted_cvar` without its sort (values equal to VaR weigh the same
+        either way)."""
+        values = values.detach()
+        index = var_index(values, masses, alpha).unsqueeze(-1)
+        below = values < torch.gather(values, -1, index)
+        weights = torch.where(below, masses / alpha, torch.zeros((), dtype=values.dtype))
+        return weights.scatter_add_(-1, index, 1.0 - weights.sum(dim=-1, keepdim=True))
 
     def of_problem(self, problem: Problem, x: Tensor, alpha: float | None = None) -> Tensor:
         return problem.cvar(x, alpha)
@@ -125,6 +150,12 @@ class WorstCase(RiskMeasure):
         inside = masses.expand_as(values) > 0  # a value of no mass is not in the support
         return values.masked_fill(~inside, float("inf")).amin(dim=-1)
 
+    def weights(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
+        """One at the smallest value of positive mass, zero elsewhere."""
+        inside = masses.expand_as(values) > 0
+        index = values.detach().masked_fill(~inside, float("inf")).argmin(dim=-1, keepdim=True)
+        return torch.zeros_like(values).scatter_(-1, index, 1.0)
+
     def of_problem(self, problem: Problem, x: Tensor, alpha: float | None = None) -> Tensor:
         return problem.worst_case(x)
 
@@ -137,6 +168,10 @@ class Mean(RiskMeasure):
 
     def of_distribution(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
         return (values * masses).sum(dim=-1)
+
+    def weights(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
+        """The masses."""
+        return masses.to(values).expand_as(values).clone()
 
     def of_problem(self, problem: Problem, x: Tensor, alpha: float | None = None) -> Tensor:
         return problem.mean(x)

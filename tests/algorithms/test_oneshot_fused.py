@@ -1,6 +1,6 @@
 """The fused one-shot KG against BoTorch's ``qMultiFidelityKnowledgeGradient`` on fantasy models (the
 reference), at fixed inputs: values and both gradients; the exact gradient against finite
-differences; the tail measure against the sorting measures and BoTorch's; the custom backward
+differences; the sample measure against the sorting measures and BoTorch's; the custom backward
 against autograd through the Cholesky factor; the fused one-shot starts against BoTorch's."""
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from linear_operator.utils.cholesky import psd_safe_cholesky
 
 from algorithms.botorch_risk import BotorchRisk
 from algorithms.gp import fit_gp
-from algorithms.oneshot_fused import FusedOneShotKG, TailMeasure, _SampleRisk, fused_initial_conditions
+from algorithms.oneshot_fused import FusedOneShotKG, SampleMeasure, _SampleRisk, fused_initial_conditions
 from algorithms.rhokg_oneshot import RhoKGOneShot
 from problems import build_problem
+from problems.measures import risk_measure
 from problems.risk import weighted_cvar, weighted_var
 
 #: (problem, class, risk, options): a discrete Z with its masses, a continuous Z's draws, BoTorch's
@@ -95,14 +96,14 @@ def test_the_exact_gradient_is_the_values_and_the_released_one_is_not() -> None:
 
 
 @pytest.mark.parametrize("risk", ["var", "cvar", "mean"])
-def test_tail_measure_is_the_sorting_measures_and_its_weights_their_gradient(risk: str) -> None:
-    """On random rows (with ties), the tail measure's value is weighted_var / weighted_cvar / the
+def test_sample_measure_is_the_sorting_measures_and_its_weights_their_gradient(risk: str) -> None:
+    """On random rows (with ties), the sample measure's value is weighted_var / weighted_cvar / the
     weighted mean, and its weights are their gradients wherever the gradient is unique."""
     g = torch.Generator().manual_seed(3)
     values = torch.randn(200, 37, generator=g, dtype=torch.float64)
     values[::5, 3] = values[::5, 9]
     masses = torch.softmax(torch.randn(37, generator=g, dtype=torch.float64), 0)
-    measure = TailMeasure(risk, masses, 0.23)
+    measure = SampleMeasure(risk_measure(risk), masses, 0.23)
     leaf = values.clone().requires_grad_(True)
     direct = {"var": weighted_var, "cvar": weighted_cvar}.get(risk, lambda v, p, a: v @ p)
     expected = direct(leaf, masses, 0.23)
@@ -114,20 +115,21 @@ def test_tail_measure_is_the_sorting_measures_and_its_weights_their_gradient(ris
 
 
 @pytest.mark.parametrize("risk", ["var", "cvar"])
-def test_tail_measure_at_botorchs_level_is_botorchs_measure_of_the_repeated_values(risk: str) -> None:
-    """BoTorch's VaR and CVaR of N values repeated by counts equal the tail measure with masses
-    counts / N at the level ``BotorchRisk.tail_measure`` reads from BoTorch's measure."""
+def test_sample_measure_at_botorchs_level_is_botorchs_measure_of_the_repeated_values(risk: str) -> None:
+    """BoTorch's VaR and CVaR of N values repeated by counts equal the sample measure with masses
+    counts / N at the level ``BotorchRisk.sample_measure`` reads from BoTorch's measure."""
     problem, _ = state("branin-williams-2-2")
     algorithm = BotorchRisk(problem, 0, risk=risk, n_w=23)
     _, counts = algorithm.w_set(2, 23, "acquisition")
     _, objective = algorithm.acquisition_set(2)
     values = torch.randn(50, counts.shape[0], generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    assert torch.allclose(algorithm.tail_measure(2)(values), objective(values.reshape(50, -1, 1)).reshape(50),
-                          rtol=0, atol=1e-13)
+    measure = algorithm.sample_measure(2)
+    expected = objective(values.reshape(50, -1, 1)).reshape(50)
+    assert torch.allclose(measure(values), expected, rtol=0, atol=1e-13)
     # and BoTorch's own measure on the expanded values, independently of the algorithm's objective
     expanded = values.repeat_interleave(counts, dim=-1)
     botorch = (VaR if risk == "var" else CVaR)(alpha=objective.alpha, n_w=int(counts.sum()))
-    assert torch.allclose(algorithm.tail_measure(2)(values), botorch(expanded.unsqueeze(-1)).reshape(50),
+    assert torch.allclose(measure(values), botorch(expanded.unsqueeze(-1)).reshape(50),
                           rtol=0, atol=1e-13)
 
 
@@ -141,7 +143,8 @@ def test_sample_risk_backward_is_autograds_through_the_cholesky_factor() -> None
     root = (0.5 * torch.randn(B, m, r, generator=g, dtype=torch.float64)).requires_grad_(True)
     mean = torch.randn(B, m, generator=g, dtype=torch.float64).requires_grad_(True)
     zeta = torch.randn(S, m, generator=g, dtype=torch.float64)
-    measure = TailMeasure("cvar", torch.softmax(torch.randn(m, generator=g, dtype=torch.float64), 0), 0.3)
+    masses = torch.softmax(torch.randn(m, generator=g, dtype=torch.float64), 0)
+    measure = SampleMeasure(risk_measure("cvar"), masses, 0.3)
     upstream = torch.rand(B, S, generator=g, dtype=torch.float64)
     fused = _SampleRisk.apply(mean, root, prior, zeta, measure)
     grads = torch.autograd.grad((fused * upstream).sum(), (mean, root))

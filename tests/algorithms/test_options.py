@@ -268,7 +268,7 @@ def test_the_one_shot_kg_cost_model_is_its_formula() -> None:
     """botorch-risk's model (its docstring's formula written again here), the same for the one-shot
     rho-KG with its whole support, both searching longer on VaR; the smoke effort keeps only the
     fixed part."""
-    from algorithms.botorch_risk import VAR_SEARCH_FACTOR
+    from algorithms.botorch_risk import SEARCH_FACTOR
 
     size = ProblemSize(d_x=2, d_z=2, z_size=12, n_init=72, iterations=120, risk="cvar")
     a, b = 72 / 120, 192 / 120
@@ -280,7 +280,7 @@ def test_the_one_shot_kg_cost_model_is_its_formula() -> None:
     assert iteration_seconds(oneshot, size, {}) == pytest.approx(fixed + search)
     var = ProblemSize(d_x=2, d_z=2, z_size=12, n_init=72, iterations=120, risk="var")
     for method in (oneshot, ALGORITHMS["botorch-risk"]):
-        assert iteration_seconds(method, var, {}) == pytest.approx(fixed + VAR_SEARCH_FACTOR * search)
+        assert iteration_seconds(method, var, {}) == pytest.approx(fixed + SEARCH_FACTOR["var"] * search)
     smoke = oneshot.reduced_options("discrete")
     effort = (1 + 2) * 16 * (8 + 1 * 10) / ((1 + 16) * 128 * (128 + 10 * 50))
     assert iteration_seconds(oneshot, size, smoke) == pytest.approx(fixed + effort * search)

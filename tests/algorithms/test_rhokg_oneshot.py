@@ -17,6 +17,7 @@ from gpytorch.likelihoods import GaussianLikelihood
 from algorithms.botorch_risk import with_w_set
 from algorithms.rhokg_oneshot import RhoKGOneShot, WeightedRiskMeasure
 from problems import build_problem
+from problems.measures import risk_measure
 from tests.algorithms.test_cvucb import var_np
 from tests.algorithms.test_vucb import random_model
 
@@ -42,7 +43,7 @@ def test_weighted_measure_is_the_brute_force_one_per_block(risk: str) -> None:
     m, alpha = masses.shape[0], 0.1
     rng = np.random.default_rng(1)
     samples = np.round(rng.normal(size=(3, 2, 4 * m, 1)), 1)  # rounded: ties
-    measure = WeightedRiskMeasure(risk, alpha, masses)
+    measure = WeightedRiskMeasure(risk_measure(risk), alpha, masses)
     got = measure(torch.tensor(samples)).numpy()
     assert got.shape == (3, 2, 4)
     w = masses.numpy()
@@ -91,7 +92,7 @@ def current_values(model: SingleTaskGP, problem, xs: torch.Tensor, risk: str) ->
                     points.expand(xs.shape[0], *points.shape)], -1)
     with torch.no_grad():
         values = model.posterior(xz).mean.squeeze(-1)  # k x m
-    return WeightedRiskMeasure(risk, problem.alpha, masses)(values.reshape(1, -1, 1))[0]
+    return WeightedRiskMeasure(risk_measure(risk), problem.alpha, masses)(values.reshape(1, -1, 1))[0]
 
 
 @pytest.mark.filterwarnings("ignore:Negative variance values detected")
@@ -140,7 +141,7 @@ def test_value_at_the_proposal_is_at_least_the_current_best() -> None:
             fantasy_model.posterior(x_fixed.expand(256, 1, 1, 2))))  # inner x fantasy x 1 x 1
         per_fantasy = values.mean(0).reshape(-1)
         mean_value = float(acquisition(tree.unsqueeze(0)))
-    now = float(WeightedRiskMeasure(risk, problem.alpha, problem.z.masses)(
+    now = float(WeightedRiskMeasure(risk_measure(risk), problem.alpha, problem.z.masses)(
         acquisition.inner_sampler(with_w_set(model, problem.z.points).posterior(
             x_fixed.reshape(1, 1, 2)))).mean())
     error = float(per_fantasy.std() / 256**0.5)

@@ -99,3 +99,22 @@ def test_the_mean_optimum_of_a_discrete_problem_is_the_best_of_a_fine_grid() -> 
     best = float(values.max())
     assert problem.optimum.mean >= best - 1e-12 and problem.optimum.mean - best < 1e-9
     assert abs(problem.optimum.argmax_mean[0] - float(x[values.argmax(), 0])) < 1e-4
+
+
+@pytest.mark.parametrize("name", sorted(RISK_MEASURES))
+def test_each_measure_is_its_weights_times_the_values_and_they_are_its_gradient(name: str) -> None:
+    """``weights`` against ``of_distribution`` (an independent computation: the sorted formulas of
+    problems.risk): the weighted sum is the measure, and the weights are its autograd gradient on
+    rows without ties (where the gradient is unique)."""
+    measure = RISK_MEASURES[name]
+    g = torch.Generator().manual_seed(len(name))
+    values = torch.randn(300, 23, generator=g, dtype=torch.float64)
+    masses = torch.softmax(torch.randn(23, generator=g, dtype=torch.float64), 0)
+    masses[4] = 0.0  # a point outside the support: the worst case must skip it
+    masses = masses / masses.sum()
+    leaf = values.clone().requires_grad_(True)
+    expected = measure.of_distribution(leaf, masses, 0.17)
+    (gradient,) = torch.autograd.grad(expected.sum(), leaf)
+    weights = measure.weights(values, masses, 0.17)
+    assert torch.allclose((weights * values).sum(-1), expected.detach(), rtol=0, atol=1e-13)
+    assert torch.allclose(weights, gradient, rtol=0, atol=1e-13)
