@@ -33,7 +33,7 @@ import pandas as pd
 from scipy import stats
 
 from analysis.aggregate import CONFIDENCE, RESAMPLES, SEED, SETTING, default_finals
-from analysis.claims import study_cells
+from analysis.claim_cells import study_cells
 from analysis.data import CELL_KEYS
 from analysis.power import holm
 from analysis.signed_rank import signed_rank_p
@@ -197,7 +197,7 @@ def cost_quality_table(frame: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame
 
 
 def at_budget(frame: pd.DataFrame, fraction: float, study: Study = NO_STUDY) -> pd.DataFrame:
-    """:func:`analysis.claims.cell_values` as if every cell had stopped after ``fraction`` of its
+    """:func:`analysis.claim_cells.cell_values` as if every cell had stopped after ``fraction`` of its
     iterations (rounded, at least 1): ``final`` is the log10 regret of that iteration's
     recommendation; the default configuration is ``study``'s."""
     last = frame.groupby(CELL_KEYS, sort=False, dropna=False)["iteration"].transform("max")

@@ -1,6 +1,6 @@
 """The figures of :mod:`analysis.across`: performance profiles with their bands, the
 critical-difference diagram and cost against quality. One colour per method, as in every figure of
-a report (:func:`analysis.figures.colours`); one legend under the panels."""
+a report (:func:`analysis.figure_styles.colours`); one legend under the panels."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.across import cliques
-from analysis.figures import legend_and_key, log_ticks, save_figure
+from analysis.figure_layout import legend_and_key, log_ticks, save_figure
 from problems.measures import RISK_MEASURES
 
 
@@ -24,7 +24,7 @@ def _target_label(target: str) -> str:
 
 
 def _finish(fig, handles: list, labels: list[str], width: float, height: float, title: str) -> None:
-    """The legend under the panels and the title above them (:func:`analysis.figures.legend_and_key`,
+    """The legend under the panels and the title above them (:func:`analysis.figure_layout.legend_and_key`,
     which gives a wrapped title the room it needs)."""
     legend_and_key(fig, handles, labels, [], width, height, title)
 

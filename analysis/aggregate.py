@@ -53,7 +53,7 @@ def _interval(samples: list[np.ndarray], statistic) -> tuple[float, float]:
 
 
 def default_finals(cells: pd.DataFrame) -> pd.DataFrame:
-    """The default-configuration cells of :func:`analysis.claims.cell_values` with a final regret."""
+    """The default-configuration cells of :func:`analysis.claim_cells.cell_values` with a final regret."""
     return cells.loc[(cells["settings"] == "{}") & cells["final"].notna()]
 
 

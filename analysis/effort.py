@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.across import iteration_seconds
-from analysis.claims import EQUIVALENCE_MARGIN
 from analysis.data import CELL_KEYS
 from analysis.signed_rank import signed_rank_p, tost_p
+from analysis.subclaims import EQUIVALENCE_MARGIN
 
 FULL = '{"effort": "full"}'
 COLUMNS = ["problem", "target", "algorithm", "n_seeds", "seeds", "median_d", "p_difference", "p_equivalent",

@@ -5,14 +5,14 @@ the alpha -> 0 study (worst-case regret, 2 x 2), the same three layouts for the 
 regret; drawn when there are any), and "other" for any problem or setting the paper does not draw.
 A panel is one (problem, alpha, target); a paper figure shows each problem at the alpha with the
 most cells, any other alpha goes to "other". One colour per algorithm in every figure.
+
+The series' colours, labels and markers are :mod:`analysis.figure_styles`'; the layout of a figure
+and the check it passes as it is saved, :mod:`analysis.figure_layout`'s.
 """
 
 from __future__ import annotations
 
-import json
 import textwrap
-import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -22,28 +22,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+from matplotlib.ticker import MaxNLocator
 
 from analysis.complexity import FIT_METHOD
-from analysis.data import options_text
+from analysis.figure_layout import fit_suptitle, legend_and_key, log_ticks, save_figure
+from analysis.figure_styles import SeriesStyle
 from harness.study import Figure
 from problems.measures import DEFAULT_RISK, RISK_MEASURES, WORST_CASE, risk_measure
 
-#: The palette; a study fixes some algorithms' colours (its ``colours``), the rest get the next
-#: colours of it by name.
-_PALETTE = sns.color_palette("colorblind", 10).as_hex()
 OTHER = "fig_other"
-
-
-def colours(algorithms: list[str], fixed: dict[str, int] | None = None) -> dict[str, str]:
-    """Algorithm -> colour, the same in every figure of a report: ``fixed`` (a study's ``colours``)
-    gives some a colour of the palette by index, the others take the remaining ones by name."""
-    fixed_colours = {a: _PALETTE[i % len(_PALETTE)] for a, i in (fixed or {}).items()}
-    spare = [c for c in _PALETTE if c not in fixed_colours.values()]
-    out = {a: fixed_colours[a] for a in algorithms if a in fixed_colours}
-    for i, a in enumerate(sorted(a for a in set(algorithms) if a not in fixed_colours)):
-        out[a] = spare[i % len(spare)]
-    return out
 
 
 def assign_figures(bands: pd.DataFrame, figures: tuple[Figure, ...] = ()) -> pd.DataFrame:
@@ -66,234 +53,6 @@ def assign_figures(bands: pd.DataFrame, figures: tuple[Figure, ...] = ()) -> pd.
     panels.loc[~other, "position"] = position[~other]
     panels["position"] = panels["position"].astype(int)
     return panels
-
-
-# ---------------------------------------------------------------------------------------------------
-# series: one short label, colour, line style and marker per (algorithm, options), report-wide
-
-#: Option strings up to this many characters go into a legend label as they are; longer ones get a
-#: key (``[A]``) that the key table under the legend spells out.
-LABEL_OPTIONS_CHARS = 20
-_LINESTYLES = ("-", "--", ":", "-.")
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
-
-
-@dataclass(frozen=True)
-class SeriesStyle:
-    """How one series (an algorithm with its options) is drawn in every figure of a report."""
-
-    label: str  # short: the algorithm, then its options or their key
-    colour: str  # one per algorithm
-    linestyle: str  # "-" for the default options, another style per variant of the algorithm
-    marker: str  # one per series: coinciding lines still show every series' markers
-    key: str | None  # "[A]" when the options are in the key table, else None
-    options_text: str  # "name=value, ..." ("" for the default options)
-
-
-def series_styles(series: list[tuple[str, str]], fixed: dict[str, int] | None = None,
-                  shown: dict[tuple[str, str], str] | None = None) -> dict[tuple[str, str], SeriesStyle]:
-    """The style of every (algorithm, options JSON) of a report, in a stable order: the same inputs
-    give the same labels, keys and markers, whatever order they come in (``fixed``: :func:`colours`).
-    ``shown``: the options JSON a series is labelled by, when the study reads its options otherwise
-    (:func:`shown_options`: a study's reduced effort is its default); series shown alike share a style."""
-    shown = shown or {}
-    display = {s: shown.get(s, s[1]) for s in dict.fromkeys(series)}
-    ordered = sorted(dict.fromkeys((a, o) for (a, _), o in display.items()),
-                     key=lambda s: (s[0], s[1] != "{}", s[1]))
-    palette = colours([a for a, _ in ordered], fixed)
-    by_display: dict[tuple[str, str], SeriesStyle] = {}
-    variants: dict[str, int] = {}
-    keys = 0
-    for i, (algorithm, options) in enumerate(ordered):
-        text = options_text(options)
-        key = None
-        if not text:
-            label, linestyle = algorithm, _LINESTYLES[0]
-        else:
-            n = variants[algorithm] = variants.get(algorithm, 0) + 1
-            linestyle = _LINESTYLES[1 + (n - 1) % (len(_LINESTYLES) - 1)]
-            if len(text) <= LABEL_OPTIONS_CHARS:
-                label = f"{algorithm} {text}"
-            else:
-                key = f"[{_key_name(keys)}]"
-                keys += 1
-                label = f"{algorithm} {key}"
-        by_display[algorithm, options] = SeriesStyle(label, palette[algorithm], linestyle,
-                                                     _MARKERS[i % len(_MARKERS)], key, text)
-    return {s: by_display[s[0], o] for s, o in display.items()}
-
-
-def shown_options(cells: pd.DataFrame) -> dict[tuple[str, str], str]:
-    """(algorithm, options JSON) -> the settings a study reads them as (``cells``:
-    :func:`analysis.claims.study_cells`), where they differ; an alias's own name is left out (its
-    series are named by it already). A pair read two ways on two problems keeps its options."""
-    shown: dict[tuple[str, str], set[str]] = {}
-    for algorithm, options, settings in zip(cells["algorithm"], cells["options"], cells["settings"],
-                                            strict=True):
-        read = {k: v for k, v in json.loads(settings).items() if k != "algorithm"}
-        shown.setdefault((algorithm, options), set()).add(json.dumps(read, sort_keys=True))
-    return {pair: next(iter(reads)) for pair, reads in shown.items()
-            if len(reads) == 1 and next(iter(reads)) != pair[1]}
-
-
-def _key_name(i: int) -> str:
-    """A, B, ..., Z, AA, AB, ..."""
-    name = ""
-    i += 1
-    while i:
-        i, r = divmod(i - 1, 26)
-        name = chr(ord("A") + r) + name
-    return name
-
-
-# ---------------------------------------------------------------------------------------------------
-# layout: panels on top, then one legend for the figure, then the key table; nothing outside
-
-
-#: Inches: figure margins around the legend and key block.
-_PAD_IN = 0.12
-LEGEND_FONTSIZE = 8
-KEY_FONTSIZE = 7.5
-
-
-def legend_and_key(fig, handles: list, labels: list[str], key_lines: list[str], width_in: float,
-                    panels_height_in: float, suptitle: str) -> None:
-    """Put one legend for the whole figure and the key table under the panels, as many legend
-    columns as fit the width, grow the figure by the height they take, and lay the panels out in
-    the space above them. Every size is measured on the renderer, not guessed."""
-    renderer = fig.canvas.get_renderer()
-    dpi = fig.dpi
-    legend = None
-    for ncol in range(min(len(labels), 6), 0, -1):
-        if legend is not None:
-            legend.remove()
-        legend = fig.legend(handles, labels, loc="upper center", ncol=ncol, frameon=False,
-                            fontsize=LEGEND_FONTSIZE, handlelength=3.0, columnspacing=1.5)
-        if legend.get_window_extent(renderer).width / dpi <= width_in - 2 * _PAD_IN:
-            break
-    legend_h = legend.get_window_extent(renderer).height / dpi if labels else 0.0
-    key = None
-    key_h = 0.0
-    if key_lines:
-        chars = 200
-        while True:  # wrap the key table until it fits the width
-            text = "\n".join(line for k in key_lines
-                             for line in textwrap.wrap(k, chars, subsequent_indent="      "))
-            if key is not None:
-                key.remove()
-            key = fig.text(0.5, 0.0, text, ha="center", va="top", fontsize=KEY_FONTSIZE,
-                           family="monospace", multialignment="left")
-            extent = key.get_window_extent(renderer)
-            if extent.width / dpi <= width_in - 2 * _PAD_IN or chars <= 30:
-                break
-            chars = int(chars * (width_in - 2 * _PAD_IN) / (extent.width / dpi)) - 1
-        key_h = key.get_window_extent(renderer).height / dpi + _PAD_IN
-    bottom_in = legend_h + key_h + 2 * _PAD_IN
-    height = panels_height_in + bottom_in
-    fig.set_size_inches(width_in, height)
-    if legend is not None:
-        legend.set_bbox_to_anchor((0.5, (bottom_in - _PAD_IN / 2) / height), transform=fig.transFigure)
-    if key is not None:
-        key.set_position((0.5, (key_h + _PAD_IN / 2) / height))
-    if suptitle:
-        fit_suptitle(fig, suptitle, width_in)
-    fig.tight_layout(rect=(0.0, bottom_in / height, 1.0, 1.0))
-    if suptitle and _title_overlaps(fig):  # tight_layout left the title too little room (tall grids)
-        title_in = fig._suptitle.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi
-        fig.tight_layout(rect=(0.0, bottom_in / height, 1.0, 1.0 - (title_in + _PAD_IN) / height))
-
-
-def _title_overlaps(fig) -> bool:
-    """Whether the figure's title runs into a visible panel or its title."""
-    renderer = fig.canvas.get_renderer()
-    title = fig._suptitle.get_window_extent(renderer)
-    boxes = [ax.get_window_extent(renderer) for ax in fig.axes if ax.get_visible()]
-    boxes += [ax.title.get_window_extent(renderer) for ax in fig.axes if ax.get_visible() and ax.get_title()]
-    return any(title.overlaps(box) for box in boxes)
-
-
-def fit_suptitle(fig, text: str, width_in: float) -> None:
-    """The figure's title, wrapped until it fits ``width_in`` inches (measured on the renderer)."""
-    renderer = fig.canvas.get_renderer()
-    chars = len(text)
-    while True:
-        title = fig.suptitle(textwrap.fill(text, chars), fontsize=11)
-        title_in = title.get_window_extent(renderer).width / fig.dpi
-        if title_in <= width_in - 2 * _PAD_IN or chars <= 20:
-            return
-        chars = int(chars * (width_in - 2 * _PAD_IN) / title_in) - 1
-
-
-def _drawn_tick_labels(axis) -> list:
-    """The tick labels ``axis`` draws: those of ticks inside its view interval (matplotlib keeps
-    labels of ticks outside it, undrawn)."""
-    low, high = sorted(axis.get_view_interval())
-    span = (high - low) * 1e-9
-    return [label for tick in axis.get_major_ticks() + axis.get_minor_ticks()
-            if low - span <= tick.get_loc() <= high + span
-            for label in (tick.label1, tick.label2) if label.get_visible() and label.get_text().strip()]
-
-
-def _texts(fig) -> list:
-    """Every text ``fig`` draws (titles, axis labels, drawn tick labels, legend entries, the key)."""
-    from matplotlib.text import Text
-
-    panels = [ax for ax in fig.axes if ax.get_visible()]
-    ticks = {id(t) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
-             for tick in axis.get_major_ticks() + axis.get_minor_ticks() for t in (tick.label1, tick.label2)}
-    texts = [t for t in fig.findobj(Text) if id(t) not in ticks and t.get_visible() and t.get_text().strip()
-             and (t.axes is None or t.axes.get_visible())]
-    return texts + [t for ax in panels for axis in (ax.xaxis, ax.yaxis) for t in _drawn_tick_labels(axis)]
-
-
-def layout_problems(fig) -> list[str]:
-    """What a reader would see wrong in ``fig`` as drawn: a text (title, label, tick label, legend
-    entry, key line) outside the canvas, a figure legend over a panel, panel titles that run into
-    each other, overlapping tick labels of an axis. Empty when none."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    canvas = fig.bbox
-    problems = []
-    for text in _texts(fig):
-        box = text.get_window_extent(renderer)
-        if (box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1 or box.x1 > canvas.x1 + 1
-                or box.y1 > canvas.y1 + 1):
-            problems.append(f"text {text.get_text()[:40]!r} lies outside the canvas")
-    panels = [ax for ax in fig.axes if ax.get_visible()]
-    for legend in fig.legends:
-        box = legend.get_window_extent(renderer)
-        for ax in panels:
-            if box.overlaps(ax.get_window_extent(renderer)):
-                problems.append(f"the figure legend covers the panel {ax.get_title()[:40]!r}")
-    if fig._suptitle is not None and fig._suptitle.get_text() and _title_overlaps(fig):
-        problems.append(f"the figure title {fig._suptitle.get_text()[:30]!r} runs into a panel")
-    titles = [(ax.title, ax.title.get_window_extent(renderer)) for ax in panels if ax.get_title()]
-    for i, (first, a) in enumerate(titles):
-        for second, b in titles[i + 1:]:
-            if a.overlaps(b):
-                problems.append(f"the panel titles {first.get_text()[:30]!r} and {second.get_text()[:30]!r} "
-                                "overlap")
-    for ax in panels:
-        for axis in (ax.xaxis, ax.yaxis):
-            labels = _drawn_tick_labels(axis)
-            boxes = [t.get_window_extent(renderer) for t in labels]
-            for i in range(len(boxes) - 1):
-                for j in range(i + 1, len(boxes)):
-                    if boxes[i].overlaps(boxes[j]):
-                        problems.append(f"tick labels {labels[i].get_text()!r} and {labels[j].get_text()!r} "
-                                        f"of {ax.get_title()[:40]!r} overlap")
-    return problems
-
-
-def save_figure(fig, out: Path, name: str) -> dict[str, Path]:
-    problems = layout_problems(fig)
-    if problems:  # drawn anyway (a figure is better than none); the tests keep this empty
-        warnings.warn(f"{name}: " + "; ".join(problems[:3]), stacklevel=2)
-    paths = {"png": out / f"{name}.png", "pdf": out / f"{name}.pdf"}
-    fig.savefig(paths["png"], dpi=110)
-    fig.savefig(paths["pdf"])
-    plt.close(fig)
-    return paths
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -500,23 +259,6 @@ def value_figure(bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle]
                          title,
                          show_floor=False)  # a value, not a regret: no floor
     return BEST_VALUE, title, save_figure(fig, out, BEST_VALUE)
-
-
-def log_ticks(ax) -> None:
-    """A log x axis with labels that never collide: decades only, or 1-2-5 within them when the data
-    span less than two decades (matplotlib would label the minor ticks then, and they overlap), on
-    at least a decade (a narrower span leaves matplotlib to pick linear ticks with long labels)."""
-    ax.set_xscale("log")
-    low, high = ax.get_xlim()
-    if high / low < 10:  # widened to a decade around the data: at least three 1-2-5 ticks fall in it
-        centre = float(np.sqrt(low * high))
-        low, high = centre / np.sqrt(10.0), centre * np.sqrt(10.0)
-        ax.set_xlim(low, high)
-    narrow = high / low < 100
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,), numticks=8))
-    if narrow:  # plain numbers: matplotlib's log formatter labels only some of 1-2-5
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def timing_figure(timing: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle], out: Path

@@ -7,7 +7,7 @@ test declare it, and how many seeds would it take to declare it 4 times out of 5
 figure (which sub-claims more seeds would decide), not evidence: the observed effect of 10 seeds is
 itself uncertain. The test is exact: the critical value of the signed-rank statistic W+ comes from its
 exact null distribution without ties, so a simulated sample is declared exactly when the report's
-own :func:`analysis.claims.signed_rank_p` would be below the level.
+own :func:`analysis.signed_rank.signed_rank_p` would be below the level.
 """
 
 from __future__ import annotations

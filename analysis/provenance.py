@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.grid import unavailable_reason
+from harness.grid_cells import unavailable_reason
 from harness.kernels import host_summary
 from harness.results import DamagedFileError, failure_files, read_failure, read_manifest, spec_hash
 

@@ -48,13 +48,14 @@ import pandas as pd
 
 from algorithms.gp import DEFAULT_GP
 from analysis.bands import band_table
-from analysis.claims import DEFAULT_VARIANT, claims_table
+from analysis.claim_cells import DEFAULT_VARIANT
+from analysis.claims import claims_table
 from analysis.data import SERIES_KEYS, final_rows
 from analysis.report import read_frame, results_study
 from harness.cell import CellResult, run_cell
 from harness.cli import EXIT_USAGE, Parser, UsageError, add_kernels_argument, exit_with, kernels_line
-from harness.grid import cell_label
-from harness.grid_cli import duration_text
+from harness.dry_run import duration_text
+from harness.grid_cells import cell_label
 from harness.results import cell_files, cell_path, check_cell_file, read_cell, spec_from_dict, spec_hash
 from harness.spec import CellSpec
 from harness.store import write_cell

@@ -46,6 +46,10 @@ Prints one line per round, then a table per kind of fault; exits 1 if a count th
 (:data:`MUST_BE_ZERO`) is not, 2 if the undisturbed reference run fails. Everything it signals is
 provably its own: its drivers (their process handles), processes of their sessions started after
 them, and what their watchdogs recorded, each checked by pid and start time just before.
+
+This script holds the grid, the judging of a round and the run; its sibling modules hold the driver
+processes and their strays (``chaos_driver.py``) and the kinds of fault and their injection
+(``chaos_faults.py``).
 """
 
 from __future__ import annotations
@@ -53,15 +57,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import random
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -70,10 +71,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere: the harness of this checkout
     sys.path.insert(0, str(ROOT))
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # loaded as a module (tests/harness/test_chaos.py): its sibling modules
+    sys.path.append(str(HERE))
+
+from chaos_driver import GRID_NAME, SUMMARY, Driver, wait_strays  # noqa: E402
+from chaos_faults import (  # noqa: E402
+    KINDS,
+    RAY_KINDS,
+    STOPPING_KINDS,
+    Fault,
+    all_done,
+    inject,
+    seed_folder,
+    visible_cell_files,
+)
 
 from harness.grid import resolve_grid  # noqa: E402
-from harness.local_ray import RECORDS  # noqa: E402
-from harness.procs import process_start  # noqa: E402
 from harness.results import (  # noqa: E402
     CHECKPOINT_DIR,
     FAILED_DIR,
@@ -83,35 +97,20 @@ from harness.results import (  # noqa: E402
     read_cell,
     read_metadata,
     spec_from_dict,
-    visible_files,
 )
 from harness.spec import CellSpec  # noqa: E402
 
-#: The kinds of fault, one per round.
-KINDS = ("driver-sigkill", "driver-sigint", "driver-sigterm", "worker-sigkill", "raylet-sigkill",
-         "gcs-sigkill", "flip", "truncate", "swap", "readonly")
-#: Faults that need the local Ray up: their moment is counted from the driver's "Ray ready" line.
-RAY_KINDS = ("worker-sigkill", "raylet-sigkill", "gcs-sigkill")
-#: Faults after which the driver must stop at once (the others let it finish its grid).
-STOPPING_KINDS = ("driver-sigkill", "driver-sigint", "driver-sigterm", "raylet-sigkill", "gcs-sigkill")
 #: The counts of the table that a sound harness keeps at zero (exit 1 otherwise).
 MUST_BE_ZERO = ("lost", "duplicated", "differing", "unreadable", "hangs", "strays", "untruthful",
                 "leftovers", "tracebacks")
-#: A checkpoint every second rather than the default 5 s: the cells last 5-10 s, and at 5 s a fast
-#: host finished them before their first checkpoint, so that no round resumed a cell (CI, 10 rounds)
-CHECKPOINT_EVERY_S = "1"
 #: Every count of the table, in its order.
 COUNTS = ("missed", *MUST_BE_ZERO, "resumed", "retried")
 
 PROBLEMS = ("branin-1-1-discrete", "goldstein-1-1-discrete")
 ALGORITHMS = ("random", "vucb-unif", "vucb-prob")
-GRID_NAME = "chaos"
 LOCK = "_running.lock"
-#: Seconds between two looks for a finished run's processes (:func:`wait_strays`).
-STRAY_POLL_S = 0.5
 #: Seconds the undisturbed reference run may take.
 REFERENCE_S = 1800.0
-SUMMARY = re.compile(rf"^grid {GRID_NAME}: (\d+) done, (\d+) missing, (\d+) failed", re.MULTILINE)
 
 
 def grid_text(seeds: int, iterations: int) -> str:
@@ -120,388 +119,6 @@ def grid_text(seeds: int, iterations: int) -> str:
     algorithms = ", ".join(f'"{name}"' for name in ALGORITHMS)
     return (f'name = "{GRID_NAME}"\nseeds = {seeds}\niterations = {iterations}\n\n'
             f"[[cells]]\nproblems = [{names}]\nalgorithms = [{algorithms}]\n")
-
-
-# ---------------------------------------------------------------------------------------------------
-# processes
-
-
-def _stat(pid: int) -> list[str] | None:
-    """``/proc/PID/stat`` after the command name: state, ppid, pgrp, session, ... (field 19: start)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def _cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return "?"
-
-
-def running(pid: int, start: str) -> bool:
-    """Whether ``pid`` runs and is the process that started at ``start`` (a zombie has ended)."""
-    fields = _stat(pid)
-    return fields is not None and fields[0] not in ("Z", "X") and fields[19] == start
-
-
-def session_members(session: int) -> dict[int, tuple[str, str]]:
-    """The running processes of session ``session``: pid -> (start time, name)."""
-    found = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        fields = _stat(int(entry.name))
-        if fields is not None and fields[0] not in ("Z", "X") and int(fields[3]) == session:
-            found[int(entry.name)] = (fields[19], _comm(int(entry.name)))
-    return found
-
-
-def kill_if_same(pid: int, start: str, signum: int = signal.SIGKILL) -> bool:
-    """Signal ``pid`` if it still is the process that started at ``start``; whether it was sent."""
-    if not running(pid, start):
-        return False
-    with contextlib.suppress(OSError):
-        os.kill(pid, signum)
-        return True
-    return False
-
-
-class Driver:
-    """``python -m harness.run --grid FILE --out OUT --num-cpus 2 --no-progress --checkpoint-every-s
-    1`` in a session of its own, its output in ``log``. A thread notes, while it runs, the processes
-    of its session and what its watchdog records (the record is removed when the watchdog ends), and
-    its watchdog, found by the record's path on its command line: :meth:`strays` checks them all
-    after the driver's end."""
-
-    def __init__(self, grid_file: Path, out: Path, log: Path) -> None:
-        self.log = log
-        command = [sys.executable, "-m", "harness.run", "--grid", str(grid_file), "--out", str(out),
-                   "--num-cpus", "2", "--no-progress", "--checkpoint-every-s", CHECKPOINT_EVERY_S]
-        self.started_at = time.monotonic()
-        with open(log, "w") as stream:
-            self.process = subprocess.Popen(
-                command, cwd=ROOT, stdout=stream, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        self.pid = self.process.pid
-        self.start = process_start(self.pid) or "-"
-        self.record = RECORDS / f"driver-{self.pid}-{self.start}.json"
-        self.seen: dict[int, tuple[str, str]] = {}  # pid -> (start, name): the run's processes
-        self.ended_at: float | None = None
-        self.code: int | None = None
-        threading.Thread(target=self._wait, daemon=True).start()
-        self.tracker = threading.Thread(target=self._track, daemon=True)
-        self.tracker.start()
-
-    def _wait(self) -> None:
-        self.code = self.process.wait()
-        self.ended_at = time.monotonic()
-
-    def _note(self) -> None:
-        for pid, (start, name) in session_members(self.pid).items():
-            if pid != self.pid and int(start) >= int(self.start if self.start != "-" else 0):
-                self.seen.setdefault(pid, (start, name))
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            record = json.loads(self.record.read_text())
-            if int(record["driver"][0]) == self.pid and str(record["driver"][1]) == self.start:
-                dog, dog_start = record["watchdog"]
-                self.seen.setdefault(int(dog), (str(dog_start), "watchdog"))
-                for pid, start, name in record["processes"]:
-                    self.seen.setdefault(int(pid), (str(start), str(name)))
-        if not any(name == "watchdog" for _, name in self.seen.values()):
-            for entry in os.scandir("/proc"):
-                if entry.name.isdigit() and str(self.record) in _cmdline(int(entry.name)):
-                    start = process_start(int(entry.name))
-                    if start is not None:
-                        self.seen.setdefault(int(entry.name), (start, "watchdog"))
-
-    def _track(self) -> None:
-        while self.ended_at is None:
-            self._note()
-            time.sleep(0.3)
-        self._note()  # what the end left
-
-    def output(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def wait(self, timeout: float) -> int | None:
-        """The exit code, or None if the driver still runs ``timeout`` seconds later."""
-        try:
-            self.process.wait(max(0.0, timeout))
-        except subprocess.TimeoutExpired:
-            return None
-        while self.ended_at is None:
-            time.sleep(0.01)
-        return self.code
-
-    def ray_child(self, name: str) -> tuple[int, str] | None:
-        """The driver's own ``raylet`` or ``gcs_server`` (its child): (pid, start), or None."""
-        for pid, (start, comm) in session_members(self.pid).items():
-            fields = _stat(pid)
-            if comm == name and fields is not None and int(fields[1]) == self.pid:
-                return pid, start
-        return None
-
-    def workers(self) -> list[tuple[int, str]]:
-        """The processes running a cell: ``ray::_execute_cell`` children of the driver's raylet."""
-        raylet = self.ray_child("raylet")
-        if raylet is None:
-            return []
-        found = []
-        for pid, (start, _) in session_members(self.pid).items():
-            fields, argv = _stat(pid), _cmdline(pid)
-            if fields and int(fields[1]) == raylet[0] and argv and argv[0].startswith("ray::_execute_cell"):
-                found.append((pid, start))
-        return found
-
-    def strays(self) -> dict[int, tuple[str, str]]:
-        """The run's processes still running (the driver ended): noted ones, and its session's."""
-        self.tracker.join(5)
-        self._note()
-        return {pid: (start, name) for pid, (start, name) in self.seen.items() if running(pid, start)}
-
-    def end(self) -> None:
-        """SIGKILL the driver (a hang), if it still runs."""
-        if self.process.poll() is None:
-            with contextlib.suppress(OSError):
-                self.process.kill()
-        self.wait(10)
-
-
-def end_strays(strays: dict[int, tuple[str, str]]) -> None:
-    """SIGKILL a run's strays (each still the process noted: same pid, same start time)."""
-    for pid, (start, _) in strays.items():
-        kill_if_same(pid, start, signal.SIGSTOP)  # no more children meanwhile
-    for pid, (start, _) in strays.items():
-        kill_if_same(pid, start)
-
-
-def wait_strays(driver: Driver, stray_wait_s: float) -> dict[int, tuple[str, str]]:
-    """The run's processes still running ``stray_wait_s`` after its driver ended (then ended here).
-
-    Polled: once none of the run's processes runs, none can start again (whatever could start one is
-    among them), so the wait ends there; it used to sleep the whole ``stray_wait_s`` (20 s, twice a
-    round, a third of the chaos test's time)."""
-    deadline = (driver.ended_at or time.monotonic()) + stray_wait_s
-    while (strays := driver.strays()) and time.monotonic() < deadline:
-        time.sleep(STRAY_POLL_S)
-    end_strays(strays)
-    return strays
-
-
-# ---------------------------------------------------------------------------------------------------
-# the results folder
-
-
-def tree(out: Path) -> list[Path]:
-    """Every file and folder under ``out`` (not ``out`` itself), read while a driver may be changing
-    it: a folder that vanishes between listing and reading is skipped (``os.walk`` ignores the
-    error), where ``Path.rglob`` raises ``FileNotFoundError`` (a finished cell's checkpoint folder
-    removed mid-scan failed a CI run that way)."""
-    found: list[Path] = []
-    for folder, folders, files in os.walk(out):
-        found += [Path(folder, name) for name in folders + files]
-    return found
-
-
-def visible_cell_files(out: Path) -> list[Path]:
-    """The ``*.parquet`` files under ``out`` that readers see (no part '.'- or '_'-prefixed)."""
-    return sorted(visible_files(out, ".parquet"))
-
-
-def fault_targets(out: Path) -> dict[str, list[Path]]:
-    """The files of ``out`` a byte flip or a truncation may hit, by sort: cell files, checkpoints,
-    and the rest (the manifest, the lock, the progress file, failure records); temporaries left out."""
-    files = [p for p in tree(out) if p.is_file() and not p.name.startswith(".")]
-    cells = set(visible_cell_files(out))
-    checkpoints = [p for p in files if CHECKPOINT_DIR in p.relative_to(out).parts]
-    return {"cell": sorted(cells), "checkpoint": sorted(checkpoints),
-            "other": sorted(set(files) - cells - set(checkpoints))}
-
-
-def all_done(out: Path, cells: list[CellSpec]) -> bool:
-    """Whether every cell's file is in place and the store accepts it."""
-    return all(cell_path(out, spec).is_file() and check_cell_file(cell_path(out, spec)) is None
-               for spec in cells)
-
-
-@contextlib.contextmanager
-def read_only(out: Path):
-    """``out`` and everything in it read-only, even for root (``chattr +i``), until the end."""
-    immutable = os.geteuid() == 0 and shutil.which("chattr") is not None
-    modes: dict[Path, int] = {}
-    done: set[Path] = set()
-    for _ in range(2):  # again: a folder made meanwhile
-        paths = [p for p in [out, *tree(out)] if p not in done]
-        done.update(paths)
-        if immutable:
-            subprocess.run(["chattr", "-f", "+i", *map(str, paths)], capture_output=True, check=False)
-            continue
-        for path in paths:
-            with contextlib.suppress(OSError):
-                modes[path] = path.stat().st_mode
-                path.chmod(modes[path] & ~0o222)
-    try:
-        yield
-    finally:
-        if immutable:
-            subprocess.run(["chattr", "-f", "-R", "-i", str(out)], capture_output=True, check=False)
-        for path, mode in modes.items():
-            with contextlib.suppress(OSError):
-                path.chmod(mode)
-
-
-def seed_folder(out: Path, reference: Path, cells: list[CellSpec], rng: random.Random) -> int:
-    """A fresh ``out`` holding copies of the reference's files of a random share (none to half) of
-    ``cells``; how many."""
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    chosen = rng.sample(cells, rng.randint(0, len(cells) // 2))
-    for spec in chosen:
-        target = cell_path(out, spec)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(cell_path(reference, spec), target)
-    return len(chosen)
-
-
-# ---------------------------------------------------------------------------------------------------
-# faults
-
-
-@dataclass
-class Fault:
-    """What was done, when (seconds after the driver started), and whether the driver's last count
-    ("grid chaos: N done, ...") was printed before it (None: it came meanwhile)."""
-
-    kind: str
-    what: str = ""
-    at: float | None = None  # None: missed (the driver had ended, or there was nothing to hit)
-    after_summary: bool | None = False
-
-
-def _until(driver: Driver, deadline: float, find):
-    """``find()``'s first true answer, polled until ``deadline`` or the driver's end (then None)."""
-    while time.monotonic() < deadline and driver.process.poll() is None:
-        found = find()
-        if found:
-            return found
-        time.sleep(0.05)
-    return None
-
-
-def _signal_driver(driver: Driver, kind: str) -> str | None:
-    signum = {"driver-sigkill": signal.SIGKILL, "driver-sigint": signal.SIGINT,
-              "driver-sigterm": signal.SIGTERM}[kind]
-    if driver.process.poll() is not None:
-        return None
-    driver.process.send_signal(signum)
-    return f"{signal.Signals(signum).name} to the driver (pid {driver.pid})"
-
-
-def _kill_ray(driver: Driver, kind: str, deadline: float, rng: random.Random) -> str | None:
-    if kind == "worker-sigkill":
-        workers = _until(driver, deadline, driver.workers)
-        target, name = (rng.choice(workers), "worker running a cell") if workers else (None, "")
-    else:
-        name = "raylet" if kind == "raylet-sigkill" else "gcs_server"
-        target = _until(driver, deadline, lambda: driver.ray_child(name))
-    if target is None or not kill_if_same(*target):
-        return None
-    return f"SIGKILL to the {name} (pid {target[0]})"
-
-
-def _damage_file(out: Path, kind: str, driver: Driver, deadline: float, rng: random.Random) -> str | None:
-    def pick() -> Path | None:
-        targets = fault_targets(out)
-        sorts = [s for s in [*rng.choices(["cell", "checkpoint", "other"], [6, 3, 1], k=1), "cell", "other"]
-                 if targets[s]]
-        return rng.choice(targets[sorts[0]]) if sorts else None
-
-    path = _until(driver, deadline, pick)
-    try:
-        size = path.stat().st_size if path is not None else 0
-        if path is None or size == 0:
-            return None
-        if kind == "truncate":
-            length = rng.randrange(size)
-            os.truncate(path, length)
-            return f"{path.relative_to(out)} truncated from {size} to {length} bytes"
-        offset, mask = rng.randrange(size), rng.randrange(1, 256)
-        with open(path, "r+b") as stream:
-            stream.seek(offset)
-            byte = stream.read(1)[0]
-            stream.seek(offset)
-            stream.write(bytes([byte ^ mask]))
-        return f"{path.relative_to(out)}: byte {offset} of {size} xor {mask:#04x}"
-    except OSError as error:  # replaced or removed by the driver meanwhile
-        return f"{path.relative_to(out)}: gone before the damage ({type(error).__name__})"
-
-
-def _swap(out: Path, driver: Driver, deadline: float, rng: random.Random) -> str | None:
-    pair = _until(driver, deadline, lambda: len(visible_cell_files(out)) >= 2 and rng.sample(
-        visible_cell_files(out), 2))
-    if not pair:
-        return None
-    first, second = pair
-    hold = out / f".chaos-swap-{os.getpid()}"
-    try:
-        os.replace(first, hold)
-        os.replace(second, first)
-        os.replace(hold, second)
-    except OSError as error:
-        return f"swap of {first.relative_to(out)} and {second.relative_to(out)} cut short ({error})"
-    return f"{first.relative_to(out)} and {second.relative_to(out)} swapped"
-
-
-def inject(kind: str, driver: Driver, out: Path, delay: float, patience_s: float,
-           rng: random.Random) -> Fault:
-    """Wait until ``delay`` seconds after the driver's start (after its "Ray ready" line for
-    :data:`RAY_KINDS`), then inject a fault of ``kind``; a target that is not there yet (a worker, a
-    file) is waited for up to ``patience_s``."""
-    fault = Fault(kind)
-    origin = driver.started_at
-    if kind in RAY_KINDS:
-        ready = _until(driver, time.monotonic() + patience_s, lambda: "Ray ready" in driver.output())
-        if not ready:
-            return fault
-        origin = time.monotonic()
-    time.sleep(max(0.0, origin + delay - time.monotonic()))
-    deadline = time.monotonic() + patience_s
-    before = SUMMARY.search(driver.output()) is not None
-    if kind.startswith("driver-"):
-        fault.what = _signal_driver(driver, kind)
-    elif kind in RAY_KINDS:
-        fault.what = _kill_ray(driver, kind, deadline, rng)
-    elif kind in ("flip", "truncate"):
-        fault.what = _damage_file(out, kind, driver, deadline, rng)
-    elif kind == "swap":
-        fault.what = _swap(out, driver, deadline, rng)
-    else:
-        seconds = rng.uniform(5.0, 15.0)
-        fault.at = time.monotonic() - driver.started_at
-        with read_only(out):
-            time.sleep(seconds)
-        fault.what = f"the folder read-only for {seconds:.1f} s"
-    if fault.what is None:
-        return Fault(kind)
-    if fault.at is None:
-        fault.at = time.monotonic() - driver.started_at
-    after = SUMMARY.search(driver.output()) is not None
-    fault.after_summary = True if before else (None if after else False)
-    return fault
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ import argparse
 import sys
 
 from harness.cell import run_cell
-from harness.grid import estimate_seconds, smoke_options
+from harness.estimates import estimate_seconds
+from harness.grid import smoke_options
 from harness.results import TIMINGS
 from harness.spec import CellSpec
 from problems import get_problem

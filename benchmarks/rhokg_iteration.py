@@ -21,19 +21,15 @@ from __future__ import annotations
 import argparse
 import platform
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 
 from algorithms.gp import fit_gp
 from algorithms.rhokg import FastRhoKG, RhoKGAcquisition, RhoKGApx
+from algorithms.rhokg_reference import reference_value  # the straightforward estimator
 from problems import get_problem
 from problems.seeding import generator
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: its tests' reference
-from tests.algorithms.rhokg_reference import reference_value  # the straightforward estimator
 
 
 def state(name: str, n: int):

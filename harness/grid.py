@@ -19,36 +19,40 @@ A grid file is TOML (see docs/how-to/own-study.md)::
     options = { beta = "authors" }   # a list, beta = ["paper", "authors"], is one cell per value
 
 Options are checked against each algorithm's declaration (:mod:`algorithms.options`) before anything
-runs; lists expand as :func:`option_sets` says.
+runs; lists expand as :func:`~harness.grid_values.option_sets` says.
+
+Grid files are parsed here, their values checked by :mod:`harness.grid_values`; the cells and the
+:class:`Grid` value are :mod:`harness.grid_cells`'s, the cost estimates :mod:`harness.estimates`'s.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import functools
-import itertools
-import math
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
-from algorithms import ALGORITHMS, algorithm_factory, build_algorithm, supports
-from algorithms.cost import DEFAULT_ITERATION_S, ProblemSize, iteration_seconds
-from algorithms.gp import DEFAULT_GP, GP_PROFILES
-from algorithms.options import declared_options, validate_options
-from harness.complexity import estimate_timing_seconds
+from algorithms import ALGORITHMS, algorithm_factory, supports
+from algorithms.gp import DEFAULT_GP
+from harness.grid_cells import BELOW_MIN_MASS, Grid, GridError, cell_block
+from harness.grid_cells import select as select  # documented as harness.grid's (docs/reference/api.md)
+from harness.grid_values import (
+    MAX_CELLS,
+    MAX_SEEDS,
+    check_alpha,
+    check_gp,
+    check_iterations,
+    check_names,
+    check_options,
+    check_options_table,
+    check_risk,
+    check_seeds,
+    option_sets,
+)
 from harness.spec import RISKS, CellSpec
 from harness.study import installed_studies, load_study
-from problems import PROBLEMS, DiscreteZ, build_problem
-from problems.checks import positive_int
+from problems import PROBLEMS, build_problem
 from problems.measures import DEFAULT_RISK
-from problems.plugins import is_import_path
-
-
-class GridError(ValueError):
-    """A grid that cannot be built (bad file, unknown name, bad value): reported as one line."""
-
 
 SMOKE_SEEDS = 2
 SMOKE_ITERATIONS = 3
@@ -63,83 +67,6 @@ def smoke_options(algorithm: str, continuous: bool) -> dict | None:
     except (KeyError, ValueError):
         return None
     return factory.reduced_options("continuous" if continuous else "discrete")
-
-
-BELOW_MIN_MASS = "below-min-mass"
-
-
-@dataclass(frozen=True)
-class Grid:
-    """A named list of cells (in a fixed order: the order of the figures, then seeds)."""
-
-    name: str
-    cells: tuple[CellSpec, ...]
-    description: str = ""
-    #: The study that declares the grid (its name, import path or TOML file; "" for none): recorded
-    #: with the results, so that the report tests that study's claims.
-    study: str = ""
-
-
-def unavailable_reason(spec: CellSpec) -> str | None:
-    """Why ``spec`` cannot run now (its problem or algorithm is not registered, or its import path
-    names nothing usable here), or None."""
-    missing = []
-    if spec.problem not in PROBLEMS:
-        if not is_import_path(spec.problem):
-            missing.append(f"problem {spec.problem} not registered")
-        else:
-            try:
-                build_problem(spec.problem, with_optimum=False)
-            except (KeyError, ValueError) as error:
-                missing.append(str(error))
-    if spec.algorithm not in ALGORITHMS:
-        if not is_import_path(spec.algorithm):
-            missing.append(f"algorithm {spec.algorithm} not registered")
-        else:
-            try:
-                algorithm_factory(spec.algorithm)
-            except (KeyError, ValueError) as error:
-                missing.append(str(error))
-    return "; ".join(missing) or None
-
-
-def cell_label(spec: CellSpec) -> str:
-    """``problem/algorithm/seedN``, plus ``risk=cvar``, ``alpha=..``, ``T=..``, ``gp=..`` and
-    options when set: what --only matches."""
-    label = f"{spec.problem}/{spec.algorithm}/seed{spec.seed}"
-    extras = []
-    if spec.risk != DEFAULT_RISK:
-        extras.append(f"risk={spec.risk}")
-    if spec.alpha is not None:
-        extras.append(f"alpha={spec.alpha:.4g}")
-    if spec.iterations is not None:
-        extras.append(f"T={spec.iterations}")
-    if spec.gp != DEFAULT_GP:
-        extras.append(f"gp={spec.gp}")
-    extras += [f"{name}={value}" for name, value in spec.options]
-    return " ".join([label, *extras])
-
-
-def alpha_below_min_mass(problem_name: str) -> float:
-    """Half the smallest mass of the problem's discrete Z: VaR becomes the worst case (alpha -> 0)."""
-    problem = build_problem(problem_name, with_optimum=False)
-    if not isinstance(problem.z, DiscreteZ):
-        raise GridError(f"alpha {BELOW_MIN_MASS!r} needs a discrete Z; {problem_name} has a continuous one")
-    return problem.z.min_mass / 2
-
-
-def cell_block(problems: Iterable[str], algorithms: Iterable[str], seeds: Iterable[int],
-           iterations: int | dict[str, int] | None = None, alpha: float | str | None = None,
-           options: dict | None = None, gp: str = DEFAULT_GP, risk: str = "var") -> list[CellSpec]:
-    """The cells of problems x algorithms x seeds (seeds innermost), with shared settings."""
-    cells = []
-    for problem in problems:
-        t = iterations.get(problem) if isinstance(iterations, dict) else iterations
-        a = alpha_below_min_mass(problem) if alpha == BELOW_MIN_MASS else alpha
-        for algorithm in algorithms:
-            cells += [CellSpec.make(problem, algorithm, seed, t, a, options, gp=gp, risk=risk)
-                      for seed in seeds]
-    return cells
 
 
 def smoke_grid() -> Grid:
@@ -202,145 +129,6 @@ _BLOCK_KEYS = {"problems", "algorithms", "seeds", "iterations", "alpha", "option
 _LIKE_FIXED = ("iterations", "alpha", "gp", "risk")
 
 
-#: Caps that turn a typo (``seeds = 100000000``) into a one-line error instead of a MemoryError.
-MAX_SEEDS = 100_000
-MAX_CELLS = 1_000_000
-
-
-def _seeds(value: object, where: str) -> list[int]:
-    if isinstance(value, bool):
-        raise GridError(f"{where}: seeds must be a count or a list of integers, got {value!r}")
-    if isinstance(value, int):
-        if value < 1:
-            raise GridError(f"{where}: seeds must be >= 1, got {value}")
-        if value > MAX_SEEDS:
-            raise GridError(f"{where}: seeds must be at most {MAX_SEEDS}, got {value}")
-        return list(range(value))
-    if isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool)
-                                                 for s in value):
-        if min(value) < 0 or len(set(value)) != len(value):
-            raise GridError(f"{where}: seeds must be distinct integers >= 0, got {value}")
-        return list(value)
-    raise GridError(f"{where}: seeds must be a count or a non-empty list of integers, got {value!r}")
-
-
-def _iterations(value: object, where: str) -> int | None:
-    if value is None:
-        return None
-    try:
-        return positive_int(where, "iterations", value, allow_zero=True)
-    except ValueError as error:
-        raise GridError(str(error)) from None
-
-
-def _alpha(value: object, where: str) -> float | str | None:
-    if value is None or value == BELOW_MIN_MASS:
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (
-            0.0 < value < 1.0 and math.isfinite(value)):
-        raise GridError(f"{where}: alpha must lie in (0, 1) or be {BELOW_MIN_MASS!r}, got {value!r}")
-    return float(value)
-
-
-def _options(value: object, where: str) -> dict:
-    """A grid file's ``options`` table: each value a string, number or boolean, or a non-empty list
-    of them (a sweep, :func:`option_sets`), or a list of lists (a sweep of list values)."""
-    if not isinstance(value, dict):
-        raise GridError(f"{where}: options must be a table, got {value!r}")
-    for key, option in value.items():
-        values = option if isinstance(option, list) else [option]
-        if not values:
-            raise GridError(f"{where}: option {key!r} lists no values (a list is one cell per value)")
-        for item in values:
-            if not isinstance(item, str | int | float | list):  # bool is an int
-                raise GridError(f"{where}: option {key!r} must be a string, number or boolean, or a "
-                                f"list of them (one cell per value), got {option!r}")
-    return value
-
-
-def _takes_lists(algorithm: str, name: str) -> bool:
-    """Whether ``algorithm`` (a registered or importable one) declares option ``name`` as a list."""
-    if algorithm not in ALGORITHMS and not is_import_path(algorithm):
-        return False  # not registered here: its declaration is not known
-    try:
-        declared = {o.name: o for o in declared_options(algorithm_factory(algorithm))}
-    except (KeyError, ValueError):
-        return False
-    return name in declared and declared[name].type is tuple
-
-
-def option_sets(options: dict, algorithm: str, where: str) -> list[dict]:
-    """The option sets a grid file's ``options`` table stands for with ``algorithm``: one per
-    combination of the values of the options given as lists (their product, in the table's order;
-    one set when none is). An option whose value is itself a list (declared with ``type=tuple``; no
-    registered algorithm has one) is swept by a list of lists: ``[[1, 2]]`` is the one value
-    ``[1, 2]``, ``[[1, 2], [3]]`` two."""
-    axes = []
-    for name, value in options.items():
-        if not isinstance(value, list):
-            axes.append([(name, value)])
-            continue
-        nested = [isinstance(v, list) for v in value]
-        if _takes_lists(algorithm, name) and not all(nested):
-            raise GridError(f"{where}: option {name!r} of {algorithm} takes a list: give a list of lists, "
-                            f"one cell per inner list ([[1, 2]] for the one value [1, 2]), got {value!r}")
-        if not _takes_lists(algorithm, name) and any(nested):
-            raise GridError(f"{where}: option {name!r} of {algorithm} takes one value, not a list: "
-                            f"a list gives one cell per value, got {value!r}")
-        axes.append([(name, tuple(v) if isinstance(v, list) else v) for v in value])
-    return [dict(combination) for combination in itertools.product(*axes)]
-
-
-def _gp(value: object, where: str) -> str:
-    if not isinstance(value, str) or value not in GP_PROFILES:
-        raise GridError(f"{where}: gp must be one of {', '.join(GP_PROFILES)}, got {value!r}")
-    return value
-
-
-def _risk(value: object, where: str) -> str:
-    if not isinstance(value, str) or value not in RISKS:
-        raise GridError(f"{where}: risk must be one of {', '.join(RISKS)}, got {value!r}")
-    return value
-
-
-def _names(value: object, registered: Iterable[str], kind: str, where: str) -> list[str]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise GridError(f"{where}: {kind}s must be a non-empty list of names, got {value!r}")
-    valid = list(registered)
-    for name in value:
-        if is_import_path(name):  # the user's own: it must import and be of the right kind now
-            try:
-                if kind == "problem":
-                    build_problem(name, with_optimum=False)
-                else:
-                    algorithm_factory(name)
-            except (KeyError, ValueError) as error:
-                raise GridError(f"{where}: {error}") from None
-        elif name not in valid:
-            raise GridError(f"{where}: unknown {kind} {name!r}; valid: {', '.join(valid)}, "
-                            "or an import path MODULE:ATTR")
-    return value
-
-
-def _check_options(problem: str, algorithm: str, options: dict, where: str, risk: str = "var") -> None:
-    """Check the options' names, types and ranges as the algorithm declares them
-    (:func:`algorithms.options.validate_options`), then build it once, so that bad options (or a risk
-    measure it does not optimize) fail before anything runs."""
-    known = (problem in PROBLEMS or is_import_path(problem)) and (
-        algorithm in ALGORITHMS or is_import_path(algorithm))
-    if not known:
-        return  # not registered here: its cells are not available, checked when it exists
-    try:
-        factory = algorithm_factory(algorithm)
-        validate_options(algorithm, factory, options)
-        built = build_problem(problem, with_optimum=False)
-        build_algorithm(algorithm, factory, built, 0, risk=risk, **options)
-    except (TypeError, ValueError) as error:
-        raise GridError(f"{where}: {algorithm} on {problem}: {error}") from None
-
-
 def parse_grid(data: dict, name: str) -> Grid:
     """The grid of a parsed grid file (a dict as ``tomllib`` returns it); :class:`GridError` if bad."""
     unknown = set(data) - _TOP_KEYS
@@ -351,12 +139,12 @@ def parse_grid(data: dict, name: str) -> Grid:
             or not name.isprintable()):
         raise GridError(f"name must be a plain folder name, got {name!r}")
     defaults = {
-        "seeds": _seeds(data.get("seeds", 1), "seeds"),
-        "iterations": _iterations(data.get("iterations"), "iterations"),
-        "alpha": _alpha(data.get("alpha"), "alpha"),
-        "options": _options(data.get("options", {}), "options"),
-        "gp": _gp(data.get("gp", DEFAULT_GP), "gp"),
-        "risk": _risk(data.get("risk", "var"), "risk"),
+        "seeds": check_seeds(data.get("seeds", 1), "seeds"),
+        "iterations": check_iterations(data.get("iterations"), "iterations"),
+        "alpha": check_alpha(data.get("alpha"), "alpha"),
+        "options": check_options_table(data.get("options", {}), "options"),
+        "gp": check_gp(data.get("gp", DEFAULT_GP), "gp"),
+        "risk": check_risk(data.get("risk", "var"), "risk"),
     }
     blocks = data.get("cells")
     if not isinstance(blocks, list) or not blocks or not all(isinstance(b, dict) for b in blocks):
@@ -373,7 +161,7 @@ def parse_grid(data: dict, name: str) -> Grid:
 def _block_cells(block: dict, defaults: dict, where: str, room: int) -> list[CellSpec]:
     """The cells of one ``[[cells]]`` table of a grid file, with the file's ``defaults`` where it
     sets nothing: problems x algorithms x option sets (:func:`option_sets`) x seeds, each option set
-    checked (:func:`_check_options`); :class:`GridError` past ``room`` cells."""
+    checked (:func:`check_options`); :class:`GridError` past ``room`` cells."""
     unknown = set(block) - _BLOCK_KEYS
     if unknown:
         raise GridError(f"{where}: unknown key {sorted(unknown)[0]!r}; "
@@ -383,14 +171,15 @@ def _block_cells(block: dict, defaults: dict, where: str, room: int) -> list[Cel
     for key in ("problems", "algorithms"):
         if key not in block:
             raise GridError(f"{where}: missing key {key!r}")
-    problems = _names(block["problems"], PROBLEMS, "problem", where)
-    algorithms = _names(block["algorithms"], ALGORITHMS, "algorithm", where)
-    seeds = _seeds(block["seeds"], where) if "seeds" in block else defaults["seeds"]
-    iterations = _iterations(block["iterations"], where) if "iterations" in block else defaults["iterations"]
-    alpha = _alpha(block["alpha"], where) if "alpha" in block else defaults["alpha"]
-    options = {**defaults["options"], **_options(block.get("options", {}), where)}
-    gp = _gp(block["gp"], where) if "gp" in block else defaults["gp"]
-    risk = _risk(block["risk"], where) if "risk" in block else defaults["risk"]
+    problems = check_names(block["problems"], PROBLEMS, "problem", where)
+    algorithms = check_names(block["algorithms"], ALGORITHMS, "algorithm", where)
+    seeds = check_seeds(block["seeds"], where) if "seeds" in block else defaults["seeds"]
+    iterations = (check_iterations(block["iterations"], where) if "iterations" in block
+                  else defaults["iterations"])
+    alpha = check_alpha(block["alpha"], where) if "alpha" in block else defaults["alpha"]
+    options = {**defaults["options"], **check_options_table(block.get("options", {}), where)}
+    gp = check_gp(block["gp"], where) if "gp" in block else defaults["gp"]
+    risk = check_risk(block["risk"], where) if "risk" in block else defaults["risk"]
     if alpha == BELOW_MIN_MASS:
         for problem in problems:
             if problem not in PROBLEMS:
@@ -403,7 +192,7 @@ def _block_cells(block: dict, defaults: dict, where: str, room: int) -> list[Cel
     for problem in problems:
         for algorithm in algorithms:
             for chosen in sets[algorithm]:
-                _check_options(problem, algorithm, chosen, where, risk)
+                check_options(problem, algorithm, chosen, where, risk)
                 cells += cell_block([problem], [algorithm], seeds, iterations, alpha, chosen, gp, risk)
     return cells
 
@@ -422,24 +211,24 @@ def _like_cells(block: dict, defaults: dict, where: str, room: int) -> list[Cell
         raise GridError(f"{where}: {fixed[0]!r} comes from grid {name!r} (like); leave it out")
     if "algorithms" not in block:
         raise GridError(f"{where}: missing key 'algorithms'")
-    algorithms = _names(block["algorithms"], ALGORITHMS, "algorithm", where)
-    wanted = set(_names(block["problems"], PROBLEMS, "problem", where)) if "problems" in block else None
+    algorithms = check_names(block["algorithms"], ALGORITHMS, "algorithm", where)
+    wanted = set(check_names(block["problems"], PROBLEMS, "problem", where)) if "problems" in block else None
     settings: dict[tuple, list[int]] = {}
     for c in grids[name]().cells:
         if c.kind == "bo" and (wanted is None or c.problem in wanted):
             settings.setdefault((c.problem, c.risk, c.alpha, c.iterations, c.gp), []).append(c.seed)
     if not settings:
         raise GridError(f"{where}: grid {name!r} has no BO cell" + (" on those problems" if wanted else ""))
-    options = {**defaults["options"], **_options(block.get("options", {}), where)}
+    options = {**defaults["options"], **check_options_table(block.get("options", {}), where)}
     cells: list[CellSpec] = []
     for algorithm in algorithms:
         mine = [(key, seeds) for key, seeds in settings.items() if _optimizes(algorithm, key[1])]
         if not mine:
             raise GridError(f"{where}: {algorithm} optimizes none of the risk measures of grid {name!r}")
         for (problem, risk, alpha, iterations, gp), seeds in mine:
-            seeds = _seeds(block["seeds"], where) if "seeds" in block else sorted(set(seeds))
+            seeds = check_seeds(block["seeds"], where) if "seeds" in block else sorted(set(seeds))
             for chosen in option_sets(options, algorithm, where):
-                _check_options(problem, algorithm, chosen, where, risk)
+                check_options(problem, algorithm, chosen, where, risk)
                 cells += [CellSpec.make(problem, algorithm, seed, iterations, alpha, chosen, gp=gp, risk=risk)
                           for seed in seeds]
             if len(cells) > room:
@@ -498,7 +287,7 @@ def with_overrides(grid: Grid, seeds: int | list[int] | None = None, iterations:
                            f"cells of {', '.join(dropped)} (VaR only)").lstrip("; ")
     if isinstance(seeds, int) and not 1 <= seeds <= MAX_SEEDS:
         raise GridError(f"--seeds must lie in 1..{MAX_SEEDS}, got {seeds}")
-    seed_list = None if seeds is None else _seeds(seeds, "--seeds")
+    seed_list = None if seeds is None else check_seeds(seeds, "--seeds")
     if iterations is not None:
         cells = [replace(c, iterations=iterations) for c in cells]
     if gp is not None:
@@ -519,119 +308,3 @@ def _optimizes(algorithm: str, risk: str) -> bool:
     except (KeyError, ValueError):
         return False  # an unregistered or broken name: running it fails it with its own message
 
-
-def select(cells: Iterable[CellSpec], pattern: str) -> list[CellSpec]:
-    """Cells whose :func:`cell_label` matches ``pattern``: a glob if it has ``*?[``, else a substring."""
-    glob = pattern if any(c in pattern for c in "*?[") else f"*{pattern}*"
-    return [c for c in cells if fnmatch.fnmatchcase(cell_label(c), glob)]
-
-
-# ---------------------------------------------------------------------------------------------------
-# cost
-
-#: Seconds of a cell besides its iterations (building the problem and the model, the initial design).
-_FIXED_S = 1.0
-#: The harness's own seconds an iteration on one of 2 busy cores (the GP update, the recommendation's
-#: regret against the true objective) where the problem does not build here; a problem declares its
-#: own (:attr:`problems.Problem.overhead_seconds`: random search's measured rate, whose proposals cost
-#: nothing).
-_HARNESS_S = 0.05
-#: The size assumed for a problem that does not build here (its cells cannot run; a guess).
-_UNKNOWN_SIZE = ProblemSize(d_x=1, d_z=1, z_size=100, n_init=10, iterations=60)
-
-
-@functools.lru_cache(maxsize=256)
-def _overhead_seconds(name: str) -> float:
-    """The harness's seconds an iteration on problem ``name`` (what it declares), or :data:`_HARNESS_S`."""
-    try:
-        return build_problem(name, with_optimum=False).overhead_seconds
-    except (KeyError, ValueError):
-        return _HARNESS_S
-
-
-@functools.lru_cache(maxsize=256)
-def _problem_size(name: str, iterations: int) -> ProblemSize:
-    """The size of problem ``name`` run for ``iterations``, or :data:`_UNKNOWN_SIZE`."""
-    try:
-        return ProblemSize.of(build_problem(name, with_optimum=False), iterations)
-    except (KeyError, ValueError):
-        return replace(_UNKNOWN_SIZE, iterations=iterations)
-
-
-def declared_rate(spec: CellSpec) -> float:
-    """Seconds an iteration of a BO cell from what its algorithm declares
-    (:func:`algorithms.cost.iteration_seconds`, its options' defaults filled in) plus the harness's
-    share, which its problem declares (:attr:`problems.Problem.overhead_seconds`);
-    :data:`algorithms.cost.DEFAULT_ITERATION_S` for an algorithm that does not import here."""
-    size = replace(_problem_size(spec.problem, cell_iterations(spec)), risk=spec.risk)
-    try:
-        factory = algorithm_factory(spec.algorithm)
-    except (KeyError, ValueError):
-        factory = None
-    seconds = iteration_seconds(factory, size, dict(spec.options)) if factory else DEFAULT_ITERATION_S
-    return _overhead_seconds(spec.problem) + seconds
-
-
-def measured_rate(spec: CellSpec, measured: Mapping[tuple, float]) -> float | None:
-    """Seconds an iteration of ``spec`` from ``measured`` (seconds an iteration of finished cells by
-    (problem, algorithm, options), as :func:`harness.grid_cli` reads them; a key (problem,
-    algorithm) stands for the default options): the rate of cells with the same options, else one
-    with other options scaled by the declared model (:func:`declared_rate`), else the declared rate
-    scaled by how far the algorithm's finished cells on other problems were from theirs
-    (:func:`_calibration`), else None."""
-    same = measured.get((spec.problem, spec.algorithm, spec.options))
-    if same is None and not spec.options:
-        same = measured.get((spec.problem, spec.algorithm))
-    if same is not None:
-        return same
-    for key, rate in measured.items():
-        if key[:2] == (spec.problem, spec.algorithm):
-            return rate * declared_rate(spec) / declared_rate(_spec_of(spec, key))
-    factor = _calibration(spec, measured)
-    return None if factor is None else factor * declared_rate(spec)
-
-
-def _calibration(spec: CellSpec, measured: Mapping[tuple, float]) -> float | None:
-    """The geometric mean of measured / declared seconds an iteration over the finished cells of
-    ``spec``'s algorithm on other problems (None if there are none): the declared cost model is off
-    by a factor that depends more on the machine and the load than on the problem, so a grid that
-    has run an algorithm on one problem prices it better on the next (the cvar grid's botorch-risk
-    cells ran at 2.7-4.0 times their declared rate)."""
-    logs = [math.log(rate / declared_rate(_spec_of(spec, key)))
-            for key, rate in measured.items() if key[1] == spec.algorithm and rate > 0]
-    return math.exp(sum(logs) / len(logs)) if logs else None
-
-
-def _spec_of(spec: CellSpec, key: tuple) -> CellSpec:
-    """``spec`` on the problem and options of a key of the measured rates ((problem, algorithm) or
-    (problem, algorithm, options); the short key stands for the default options)."""
-    return replace(spec, problem=key[0], options=key[2] if len(key) > 2 else ())
-
-
-def _problem_iterations(name: str) -> int:
-    """The problem's default number of iterations (60 for an import path that no longer builds:
-    the estimate is a guess, and the cell reports its own error when it runs)."""
-    try:
-        return build_problem(name, with_optimum=False).iterations
-    except (KeyError, ValueError):
-        return 60
-
-
-def cell_iterations(spec: CellSpec) -> int:
-    """The BO iterations a cell runs: its own, else its problem's (60, a guess for the estimate, for
-    a problem that is not registered here)."""
-    if spec.iterations is not None:
-        return spec.iterations
-    if spec.problem in PROBLEMS or is_import_path(spec.problem):
-        return _problem_iterations(spec.problem)
-    return 60
-
-
-def estimate_seconds(spec: CellSpec, measured: Mapping[tuple, float] | None = None) -> float:
-    """Estimated single-core seconds of a cell: a fixed part and its iterations at the rate
-    ``measured`` gives (:func:`measured_rate`: seconds an iteration of finished cells), else at the
-    rate its algorithm declares (:func:`declared_rate`)."""
-    if spec.kind == "timing":
-        return estimate_timing_seconds(spec)
-    rate = measured_rate(spec, measured) if measured else None
-    return _FIXED_S + (declared_rate(spec) if rate is None else rate) * cell_iterations(spec)

@@ -5,7 +5,7 @@ This module imports nothing, and the keeper holds cells by their spec hash
 (:func:`harness.results.spec_hash`), never a :class:`~harness.spec.CellSpec` (unpickling one imports
 torch and the project): its process is up in about 1.4 s instead of 4 s, which every grid run
 and every replacement of a lost keeper waits for. The driver's side is
-:class:`harness.ray_runner._Keeper`.
+:class:`harness.keeper_driver.Keeper`.
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ def cell_section() -> Parser:
 
 def grid_section() -> Parser:
     """The section of ``--help`` for a grid (also the documentation's CLI reference)."""
-    from harness.grid_cli import add_grid_options, grid_help  # no Ray: imported lazily there
+    from harness.grid_args import add_grid_options, grid_help  # no Ray
 
     parser, group = _section("a grid (--grid), on Ray")
     group.add_argument("--grid", metavar="NAME|FILE", help=grid_help())
@@ -159,7 +159,7 @@ def grid_section() -> Parser:
 
 def info_section() -> Parser:
     """The section of ``--help`` for the information options (also the documentation's CLI reference)."""
-    from harness.grid_cli import LIST_HELP
+    from harness.grid_args import LIST_HELP
 
     parser, group = _section("information (runs nothing)")
     group.add_argument("--list", action="store_true", help=LIST_HELP)

@@ -20,8 +20,11 @@ from collections import Counter
 from pathlib import Path
 
 from harness.cli import EXIT_USAGE, Parser, UsageError, exit_with, out_location
-from harness.grid import GridError, cell_label, estimate_seconds, resolve_grid
-from harness.grid_cli import classify, duration_text, measured_rates
+from harness.dry_run import duration_text
+from harness.estimates import estimate_seconds
+from harness.grid import resolve_grid
+from harness.grid_cells import GridError, cell_label
+from harness.grid_cli import classify, measured_rates
 from harness.kernels import host_summary
 from harness.procs import process_alive
 from harness.results import (

@@ -105,9 +105,9 @@ def to_table(result: CellResult, extra_metadata: dict | None = None) -> pa.Table
 
 
 def _write_whole(path: Location, write: Callable[[BinaryIO], object]) -> None:
-    """``write(stream)`` so that ``path`` appears whole or not at all: locally through a
-    '.'-prefixed temporary file and a rename; on an object store as one upload straight to its
-    name (visible whole or not at all: there is no rename)."""
+    """``write(stream)`` so that ``path`` appears whole or not at all, and stays: locally through a
+    '.'-prefixed temporary file, synced, renamed, and the folder synced; on an object store as one
+    upload straight to its name (visible whole or not at all: there is no rename)."""
     if not is_local(path):
         with path.open("wb") as stream:
             write(stream)
@@ -117,9 +117,32 @@ def _write_whole(path: Location, write: Callable[[BinaryIO], object]) -> None:
     try:
         with open(tmp, "wb") as stream:
             write(stream)
+            stream.flush()
+            os.fsync(stream.fileno())  # the data on disk before the name points at it
         os.replace(tmp, path)
+        sync_folder(path.parent)  # and the rename itself, so a crash cannot undo a finished write
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def sync_folder(folder: Path) -> None:
+    """Flush a folder's entries (a rename into it) to disk: without it, a power loss or a kernel
+    crash soon after a write can leave the old entry (or none), losing a cell that was reported
+    written. A file system that cannot sync a folder (some network ones) is left as it is."""
+    try:
+        handle = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def write_bytes(data: bytes, path: Location) -> None:
+    """Write ``data`` to ``path``, whole or not at all (:func:`_write_whole`): a file copied as it is."""
+    _write_whole(path, lambda stream: stream.write(data))
 
 
 def write_atomic(table: pa.Table, path: Location) -> None:
@@ -167,7 +190,7 @@ def checkpoint_path(out: Location | str, spec: CellSpec) -> Location:
 
 def write_checkpoint(out: Location | str, spec: CellSpec, data: bytes) -> None:
     """Store a cell's checkpoint bytes (atomically, as every file here)."""
-    _write_whole(checkpoint_path(out, spec), lambda stream: stream.write(data))
+    write_bytes(data, checkpoint_path(out, spec))
 
 
 def read_checkpoint(out: Location | str, spec: CellSpec) -> bytes | None:

@@ -54,7 +54,7 @@ import torch
 
 from harness.cell import run_cell
 from harness.cli import EXIT_USAGE, Parser, UsageError, add_kernels_argument, exit_with, out_location
-from harness.grid import cell_label, select
+from harness.grid_cells import cell_label, select
 from harness.kernels import host_record, other_vendor
 from harness.results import DamagedFileError, Location, cell_files, read_cell, spec_from_dict
 from harness.spec import CellSpec

@@ -167,7 +167,8 @@ def algorithm_sections() -> list[Section]:
 def grids_table() -> str:
     """The named grids: name, cells, the dry run's estimate of their CPU-hours (the declared cost
     models, before any calibration from measured cells), description."""
-    from harness.grid import estimate_seconds, named_grids
+    from harness.estimates import estimate_seconds
+    from harness.grid import named_grids
 
     rows = []
     for name, factory in named_grids().items():

@@ -21,8 +21,9 @@ import pandas as pd
 
 from analysis import pages
 from analysis.across import choice_table, rank_tables
-from analysis.claims import EQUIVALENCE_MARGIN, study_cells
+from analysis.claim_cells import study_cells
 from analysis.report import read_frame
+from analysis.subclaims import EQUIVALENCE_MARGIN
 from problems.measures import RISK_MEASURES
 from studies.suite.study import STUDY
 

@@ -9,8 +9,8 @@ import torch
 
 from algorithms import ALGORITHMS
 from algorithms.gp import fit_gp
+from algorithms.rhokg_reference import reference_value
 from problems import build_problem
-from tests.algorithms.rhokg_reference import reference_value
 
 
 def _model(name: str, n: int = 10):

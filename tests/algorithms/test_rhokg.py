@@ -17,10 +17,10 @@ from algorithms.rhokg import (
     borisk_cvar_equal,
     borisk_cvar_weighted,
 )
+from algorithms.rhokg_reference import reference_value
 from harness.cell import CellSpec, run_cell
 from problems import build_problem, weighted_cvar
 from problems.seeding import generator
-from tests.algorithms.rhokg_reference import reference_value
 
 
 def small_model(name: str, n: int, seed: int):
@@ -203,7 +203,7 @@ def test_pruning_leaves_the_max_over_s_and_its_gradient_bit_for_bit(name: str, n
 def test_estimate_bounds_hold_by_brute_force() -> None:
     """Every mean over samples of VaR(a + v coef), computed row by row with numpy's sort, lies
     within the bounds the pruning uses, and a bound is reached when v is constant."""
-    from algorithms.rhokg import estimate_bounds
+    from algorithms.rhokg_estimator import estimate_bounds
 
     g = torch.Generator().manual_seed(0)
     b, P, K, M, m, alpha = 3, 4, 5, 6, 9, 0.3

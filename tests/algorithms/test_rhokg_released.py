@@ -8,9 +8,9 @@ import torch
 
 from algorithms import ALGORITHMS
 from algorithms.rhokg import RhoKGApx, RhoKGApxReleased, WSet
+from algorithms.rhokg_reference import reference_value
 from harness.cell import CellSpec, run_cell
 from problems import build_problem
-from tests.algorithms.rhokg_reference import reference_value
 from tests.algorithms.test_rhokg import small_model
 
 #: A search effort that keeps a proposal near a second (the estimator is unchanged).

@@ -11,7 +11,8 @@ import pytest
 from scipy import stats
 
 from analysis import across
-from analysis.report import Document, across_part
+from analysis.report_output import Document
+from analysis.report_parts import across_part
 from harness.study import Study
 
 RNG = np.random.default_rng(11)
@@ -114,7 +115,7 @@ def _frame(seconds: dict[tuple[str, int], list[float]]) -> pd.DataFrame:
 
 
 def test_cost_quality_takes_medians_over_seeds_of_each_cells_median_iteration() -> None:
-    from analysis.claims import cell_values
+    from analysis.claim_cells import cell_values
 
     seconds = {("a", 0): [1.0, 3.0, 2.0], ("a", 1): [5.0, 4.0, 6.0], ("a", 2): [0.5, 0.5, 9.0]}
     frame = _frame(seconds)

@@ -7,17 +7,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.claims import (
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
-    NOT_RUN,
-    REPRODUCED,
-    claims_table,
-    overall,
-    signed_rank_p,
-    tost_p,
-)
+from analysis.claims import claims_table, overall
 from analysis.data import with_log_regret
+from analysis.signed_rank import signed_rank_p, tost_p
+from analysis.subclaims import INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED
 from studies.nguyen2021.study import STUDY
 
 
@@ -195,7 +188,7 @@ def test_the_default_variant_uses_default_settings_only() -> None:
 
 
 def test_on_par_is_refused_only_when_non_equivalence_is_shown() -> None:
-    from analysis.claims import non_equivalence_p
+    from analysis.subclaims import non_equivalence_p
 
     problem, pair = "branin-1-1-discrete", "vucb-unif vs rhokg-apx"
     unif = _cells(problem, "vucb-unif", BASE)
@@ -302,7 +295,7 @@ def test_sensitivity_table_has_one_column_per_variant() -> None:
 
 
 def test_the_reduced_search_effort_is_named_as_such() -> None:
-    from analysis.claims import variant_label
+    from analysis.claim_cells import variant_label
 
     effort = {"restarts_per_dim": 2, "raw_per_restart": 10, "maxiter": 100}
     named = STUDY.named_options

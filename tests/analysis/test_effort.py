@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from algorithms.botorch_risk import BotorchRisk
-from analysis.claims import cell_values
+from analysis.claim_cells import cell_values
 from analysis.data import with_log_regret
 from analysis.effort import effort_table
 

@@ -10,16 +10,9 @@ import pandas as pd
 import pytest
 
 from analysis import figures as figures_module
-from analysis.figures import (
-    LABEL_OPTIONS_CHARS,
-    OTHER,
-    assign_figures,
-    colours,
-    layout_problems,
-    regret_figures,
-    series_styles,
-    timing_figure,
-)
+from analysis.figure_layout import layout_problems
+from analysis.figure_styles import LABEL_OPTIONS_CHARS, colours, series_styles
+from analysis.figures import OTHER, assign_figures, regret_figures, timing_figure
 from studies.nguyen2021.study import STUDY
 from studies.suite.study import STUDY as SUITE
 
@@ -302,8 +295,8 @@ def test_a_study_labels_its_reduced_effort_plain_and_the_full_effort_as_a_varian
     """A study's reduced effort (and a problem's own options) is its default: those series are named
     by the algorithm alone and share one style; the defaults, its full effort, are ``effort=full``."""
     from algorithms.botorch_risk import BotorchRisk
-    from analysis.claims import cell_values
-    from analysis.figures import shown_options
+    from analysis.claim_cells import cell_values
+    from analysis.figure_styles import shown_options
 
     reduced = dict(BotorchRisk.reduced_options("discrete"))  # every problem below has a discrete Z
     rows = []

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis.claims import INCONCLUSIVE, REPRODUCED, signed_rank_p
 from analysis.power import holm, lower_critical, power, seeds_for_power
+from analysis.signed_rank import signed_rank_p
+from analysis.subclaims import INCONCLUSIVE, REPRODUCED
 
 from .test_claims import _cells, _row, _table
 

@@ -13,7 +13,7 @@ import pytest
 
 from analysis.report import main
 from harness.cell import CellSpec, run_cell
-from harness.grid import alpha_below_min_mass
+from harness.grid_cells import alpha_below_min_mass
 from harness.results import cell_path, result_files
 from harness.status import status_table
 from harness.store import write_cell, write_manifest
@@ -239,7 +239,7 @@ def test_results_of_no_study_get_no_claims_and_the_study_is_found_by_name_or_pat
 
 
 def test_report_csvs_round_values_to_10_digits_but_keep_keys_exact() -> None:
-    from analysis.report import _csv_ready
+    from analysis.report_output import csv_ready as _csv_ready
     alpha = 2.6e-17 * (1 + 2 ** -50)  # an alpha -> 0 level that 10 digits would not join back
     table = pd.DataFrame({"alpha": [alpha], "mean": [1 / 3], "n_seeds": [10]})
     out = _csv_ready(table)

@@ -59,7 +59,7 @@ def kill_keeper_then_run(spec: CellSpec, checkpoint: bytes | None = None, on_che
     iteration): the driver must replace the keeper and finish the grid."""
     import ray
 
-    from harness.ray_runner import KEEPER_NAME
+    from harness.keeper_driver import KEEPER_NAME
 
     if spec.seed == 0:
         for entry in ray.util.list_named_actors(all_namespaces=True):

@@ -20,7 +20,8 @@ import torch
 
 from harness.cell import CellSpec, run_cell
 from harness.kernels import PINNED
-from harness.ray_runner import run_cells, start_ray
+from harness.ray_runner import run_cells
+from harness.ray_session import start_ray
 from harness.results import ROW_SCHEMA, cell_files, cell_path, read_results, result_files
 from harness.store import read_checkpoint
 from tests.harness.faults import slow_cell, slow_iterations

@@ -138,7 +138,8 @@ def test_an_algorithm_subclass_declares_its_costs() -> None:
 
 
 def test_a_grid_pairing_an_algorithm_with_a_kind_of_z_it_does_not_handle_is_refused() -> None:
-    from harness.grid import GridError, parse_grid
+    from harness.grid import parse_grid
+    from harness.grid_cells import GridError
 
     data = {"seeds": 1, "iterations": 1,
             "cells": [{"problems": ["branin-1-1-continuous"], "algorithms": ["stableopt"]}]}

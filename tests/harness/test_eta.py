@@ -1,10 +1,10 @@
-"""The grid's ETA (harness.ray_runner.Eta) on timelines whose remaining time is known by construction,
+"""The grid's ETA (harness.progress.Eta) on timelines whose remaining time is known by construction,
 and the running cells' iterations as harness.status shows them."""
 
 import pytest
 
 from harness.cell import CellSpec
-from harness.ray_runner import Eta
+from harness.progress import Eta
 
 
 def _cells(n: int) -> list[CellSpec]:
@@ -102,12 +102,12 @@ def test_status_lists_the_running_cells_and_says_when_the_record_is_stale(
 
 
 def test_the_eta_says_its_units() -> None:
-    from harness.ray_runner import _format_eta
+    from harness.progress import format_eta
 
-    assert _format_eta(45.2) == "45 s"
-    assert _format_eta(7 * 60 + 30) == "7 min 30 s"
-    assert _format_eta(2 * 3600 + 5 * 60 + 59) == "2 h 05 min"
-    assert _format_eta(float("nan")) == "?" and _format_eta(float("inf")) == "?"
+    assert format_eta(45.2) == "45 s"
+    assert format_eta(7 * 60 + 30) == "7 min 30 s"
+    assert format_eta(2 * 3600 + 5 * 60 + 59) == "2 h 05 min"
+    assert format_eta(float("nan")) == "?" and format_eta(float("inf")) == "?"
 
 
 def test_status_says_what_the_missing_cells_will_cost(tmp_path, capsys: pytest.CaptureFixture) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 import harness.ray_runner as ray_runner
+import harness.ray_session as ray_session
 from harness.grid_cli import main
 from harness.ray_runner import Outcome
 
@@ -14,7 +15,7 @@ ONLY = "branin-1-1-discrete/random/seed0 T=*"
 
 @pytest.fixture
 def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ray_runner, "start_ray", lambda address, num_cpus: 0.0)
+    monkeypatch.setattr(ray_session, "start_ray", lambda address, num_cpus: 0.0)
     monkeypatch.setattr("harness.grid_cli._cpus_used", lambda: 2)
 
 
@@ -37,7 +38,8 @@ def test_a_cell_done_before_the_run_and_damaged_during_it_makes_exit_1(
     """Found by benchmarks/chaos.py: a finished cell's file truncated while the grid ran its other
     cells; the driver said "1 missing" and exited 0."""
     from harness.cell import run_cell
-    from harness.grid import resolve_grid, select
+    from harness.grid import resolve_grid
+    from harness.grid_cells import select
     from harness.results import cell_path
     from harness.store import write_cell
 
@@ -71,7 +73,7 @@ def test_a_local_ray_that_cannot_start_for_any_reason_is_one_line_and_exit_1(
     def broken(address, num_cpus) -> float:
         raise PermissionError(13, "Permission denied: '/usr/bin/python3'")
 
-    monkeypatch.setattr(ray_runner, "start_ray", broken)
+    monkeypatch.setattr(ray_session, "start_ray", broken)
     code = main(["--grid", "smoke", "--only", ONLY, "--out", str(tmp_path / "o"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 1

@@ -11,14 +11,8 @@ import pytest
 
 from algorithms import ALGORITHMS
 from harness.cell import CellSpec
-from harness.grid import (
-    GridError,
-    resolve_grid,
-    select,
-    smoke_grid,
-    unavailable_reason,
-    with_overrides,
-)
+from harness.grid import resolve_grid, smoke_grid, with_overrides
+from harness.grid_cells import GridError, select, unavailable_reason
 from harness.run import main
 from harness.spec import RISKS
 from problems import PROBLEMS, build_problem

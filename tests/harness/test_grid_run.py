@@ -275,3 +275,34 @@ def test_a_killed_checkpoint_keeper_is_replaced_and_the_grid_goes_on(
     assert "the checkpoint keeper died" in capsys.readouterr().err
     for spec in cells:
         assert rows_without_timings(cell_path(tmp_path, spec)) == direct_rows(spec)
+
+
+def test_a_cell_the_store_refuses_is_kept_and_written_by_the_next_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """A finished cell whose file the store still refuses after the retries is kept on this machine
+    (harness.spill); the next run of the grid writes it into the results folder before planning,
+    as it was computed (the same checksum, the same provenance: not recomputed), and empties the keep."""
+    from harness import spill
+
+    monkeypatch.setenv(spill.SPILL_VARIABLE, str(tmp_path / "kept"))
+    monkeypatch.setattr(spill, "PAUSES_S", (0.0, 0.0))
+    grid = tmp_path / "g.toml"
+    grid.write_text('seeds = 1\niterations = 1\n[[cells]]\nproblems = ["goldstein-1-1-discrete"]\n'
+                    'algorithms = ["random"]\n')
+    out = tmp_path / "out"
+    (out / "goldstein-1-1-discrete").mkdir(parents=True)
+    (out / "goldstein-1-1-discrete" / "random").write_text("not a folder")  # refuses every write
+    assert main(["--grid", str(grid), "--out", str(out), "--no-progress"]) == 1
+    assert "kept at" in capsys.readouterr().err
+    kept = list((tmp_path / "kept").rglob("*.parquet"))
+    assert len(kept) == 1
+    computed = read_metadata(kept[0])
+    (out / "goldstein-1-1-discrete" / "random").unlink()  # the store takes files again
+    assert main(["--grid", str(grid), "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "wrote 1 finished cell(s)" in printed and "0 to run" in printed
+    written = list((out / "goldstein-1-1-discrete" / "random").glob("*.parquet"))
+    assert len(written) == 1
+    assert read_metadata(written[0])["checksum"] == computed["checksum"]
+    assert read_metadata(written[0])["provenance"] == computed["provenance"]
+    assert not list((tmp_path / "kept").rglob("*.parquet"))

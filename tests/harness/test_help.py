@@ -13,10 +13,14 @@ from pathlib import Path
 
 import pytest
 
+import harness.dry_run as dry_run
+import harness.grid_args as grid_args
 import harness.grid_cli as grid_cli
 from algorithms import ALGORITHMS, describe_options
 from algorithms.rhokg import RhoKGApx
-from harness.grid import cell_label, estimate_seconds, smoke_grid
+from harness.estimates import estimate_seconds
+from harness.grid import smoke_grid
+from harness.grid_cells import cell_label
 from harness.run import DESCRIBE_HELP, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +66,7 @@ def test_help_covers_both_modes_each_option_once_with_its_help(flag: str,
     cell = next(lines for title, lines in parts.items() if title.startswith("one cell"))
     grid = next(lines for title, lines in parts.items() if title.startswith("a grid"))
     info = next(lines for title, lines in parts.items() if title.startswith("information"))
-    grid_options = option_helps(grid_cli.build_parser())
+    grid_options = option_helps(grid_args.build_parser())
     expected = [(cell, option_helps(build_parser())),
                 (grid, {k: v for k, v in grid_options.items() if k != "--list"}),
                 (info, {"--list": grid_options["--list"], "--describe": DESCRIBE_HELP})]
@@ -186,7 +190,7 @@ def test_dry_run_prints_one_line_per_group_with_counts_that_add_up(tmp_path: Pat
     code, out, _ = run(capsys, "--grid", "smoke", "--dry-run", "--out", str(out_dir))
     assert code == 0 and not out_dir.exists()
     cells = smoke_grid().cells
-    groups = Counter(grid_cli.group_key(c) for c in cells)
+    groups = Counter(dry_run.group_key(c) for c in cells)
     header, rows, total = table(out)
     assert header[:6] == ["problem", "algorithm", "alpha", "T", "gp", "risk"]
     assert len(rows) == len(groups)
@@ -212,7 +216,7 @@ def test_dry_run_verbose_also_lists_every_cell(tmp_path: Path, capsys: pytest.Ca
     listed = [line for line in out.splitlines() if line.startswith("  to run ")]
     assert len(listed) == len(cells)
     assert all(f" {cell_label(c)}  ~" in line for c, line in zip(cells, listed, strict=True))
-    assert len(table(out)[1]) == len({grid_cli.group_key(c) for c in cells})
+    assert len(table(out)[1]) == len({dry_run.group_key(c) for c in cells})
 
 
 def test_dry_run_counts_each_state_and_shows_missing_cells_left_by_retry_failed(

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness.cell import CellSpec
-from harness.grid import declared_rate, estimate_seconds, resolve_grid, smoke_options
+from harness.estimates import declared_rate, estimate_seconds
+from harness.grid import resolve_grid, smoke_options
 from harness.results import spec_hash
 from harness.run import main
 
@@ -159,7 +160,7 @@ def test_the_harness_share_of_an_iteration_is_what_the_problem_declares(
     a problem that does not build here gets the default."""
     from dataclasses import replace
 
-    from harness import grid
+    from harness import estimates
     from problems import PROBLEMS, build_problem
 
     cell = CellSpec.make("branin-1-1-discrete", "random", 0, 10)
@@ -167,11 +168,11 @@ def test_the_harness_share_of_an_iteration_is_what_the_problem_declares(
     assert build_problem(cell.problem, with_optimum=False).overhead_seconds == 0.05
     slow = replace(build_problem(cell.problem, with_optimum=False), overhead_seconds=0.55)
     monkeypatch.setitem(PROBLEMS, cell.problem, lambda: slow)
-    grid._overhead_seconds.cache_clear()
+    estimates._overhead_seconds.cache_clear()
     try:
         assert declared_rate(cell) == pytest.approx(base + 0.5)
     finally:
-        grid._overhead_seconds.cache_clear()
+        estimates._overhead_seconds.cache_clear()
     unknown = CellSpec.make("no-such-problem", "random", 0, 10)
     assert declared_rate(unknown) == pytest.approx(base)
 

@@ -3,7 +3,7 @@ one line per message, once (the end-to-end case, a real node killed, is in test_
 
 import io
 
-from harness.ray_runner import RAY_MESSAGE_CHARS, _RayMessages, condense_ray_message
+from harness.ray_messages import RAY_MESSAGE_CHARS, RayMessages, condense_ray_message
 
 # the shape of the message a real raylet death produced (Ray 2.60): a first line, then the last
 # lines of its log, most of them its state dump
@@ -32,7 +32,7 @@ def test_a_message_is_cut_to_whole_sentences_of_at_least_40_characters() -> None
 def test_raylet_messages_become_one_line_each_once_and_others_pass_through() -> None:
     passed: list = []
     out = io.StringIO()
-    hook = _RayMessages(lambda data, **kw: passed.append((data, kw)), stream=lambda: out)
+    hook = RayMessages(lambda data, **kw: passed.append((data, kw)), stream=lambda: out)
     for _ in range(2):  # Ray may push one message twice
         hook({"lines": [DUMP], "pid": "raylet", "is_err": False}, ignore_prefix=False)
     hook({"lines": [NODE], "pid": "raylet", "is_err": False}, ignore_prefix=False)

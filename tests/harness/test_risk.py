@@ -11,7 +11,8 @@ import torch
 
 from algorithms import ALGORITHMS
 from harness.cell import CellSpec, run_cell
-from harness.grid import GridError, parse_grid, with_overrides
+from harness.grid import parse_grid, with_overrides
+from harness.grid_cells import GridError
 from harness.results import read_results, spec_hash
 from harness.run import main
 from harness.store import write_cell

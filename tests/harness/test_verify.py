@@ -13,7 +13,7 @@ import pytest
 
 from harness import verify
 from harness.cell import run_cell
-from harness.grid import select
+from harness.grid_cells import select
 from harness.results import cell_files, cell_path, read_metadata, spec_from_dict
 from harness.spec import CellResult, CellSpec
 from harness.store import installed_distributions, to_table, write_atomic, write_cell

@@ -1,6 +1,8 @@
-"""rho-KG^apx computed the straightforward way, independently of :class:`algorithms.rhokg.FastRhoKG`:
-BoTorch's ``condition_on_observations`` per candidate and a loop over the past x'. The tests check
-the fast estimator against it and ``benchmarks/rhokg_iteration.py`` times the two."""
+"""rho-KG^apx's estimator computed the straightforward way: the kept reference path that the fast,
+batched path (:class:`algorithms.rhokg_estimator.FastRhoKG`) is tested against. It works
+independently of the batching: BoTorch's ``condition_on_observations`` per candidate and a loop over
+the past x'. The tests (``tests/algorithms/test_rhokg.py`` and others) check the fast estimator
+against it, and ``benchmarks/rhokg_iteration.py`` times the two; nothing in a run uses it."""
 
 from __future__ import annotations
 
@@ -10,18 +12,18 @@ import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
-from algorithms.rhokg import WSet, sample_root, updated_noise
+from algorithms.rhokg_estimator import Measure, WSet, sample_root, updated_noise
 from problems.risk import weighted_var
 
 
 def reference_value(model: SingleTaskGP, candidate: Tensor, w: WSet, alpha: float,
                     past_x: Tensor, xi: Tensor, eps: Tensor, current_best: float,
-                    root: str = "update", measure=weighted_var) -> float:
+                    root: str = "update", measure: Measure = weighted_var) -> float:
     """rho-KG^apx at one candidate (``d``), the straightforward way: BoTorch conditions the model on
     the K fantasy observations (``condition_on_observations``), and a loop over S asks the models
     for each posterior over {x'} x W.
 
-    Same estimator as :class:`algorithms.rhokg.FastRhoKG` with the same ``root`` and base samples,
+    Same estimator as :class:`algorithms.rhokg_estimator.FastRhoKG` with the same ``root`` and base samples,
     so the two agree to rounding; the tests compare them, the benchmark times both. ``measure``:
     the risk measure of each sample over W (VaR, or CVaR for a CVaR cell).
     """

@@ -1,0 +1,161 @@
+"""What a grid run will do (:class:`Plan`) as ``--dry-run`` prints it: one line per group of cells
+with the cells in each state and their estimated CPU minutes (:func:`print_groups`; with
+``--verbose`` every cell too), or the plan as JSON for other schedulers (:func:`plan_json`); and the
+texts they share with the run itself (the cells not available, durations).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from dataclasses import dataclass
+
+from harness.cell import CellSpec
+from harness.grid_cells import (
+    BELOW_MIN_MASS,
+    Grid,
+    GridError,
+    alpha_below_min_mass,
+    cell_label,
+    unavailable_reason,
+)
+from harness.results import Location, cell_path, spec_hash
+from problems import build_problem
+
+
+def print_unavailable(cells: list[CellSpec]) -> None:
+    """The cells not available, by problem and algorithm, with the reason."""
+    groups = Counter((c.problem, c.algorithm, unavailable_reason(c)) for c in cells)
+    print(f"not available ({len(cells)} cells; they run once registered):")
+    for (problem, algorithm, reason), n in groups.items():
+        print(f"  {problem} x {algorithm}: {n} cells ({reason})")
+
+
+#: The columns of the dry run's table of groups: (heading, state counted), in order.
+STATE_COLUMNS = (("done", "done"), ("to run", "to run"), ("failed", "failed"),
+                 ("missing", "missing"), ("n/a", "not available"))
+
+
+def group_key(spec: CellSpec) -> tuple:
+    """The cells of one line of the dry run: all but the seed in common."""
+    return (spec.problem, spec.algorithm, spec.alpha, spec.options, spec.gp, spec.risk, spec.iterations,
+            spec.kind)
+
+
+def problem_defaults(name: str) -> tuple[float, int] | None:
+    """The problem's default alpha and iterations, or None where it does not build here."""
+    try:
+        problem = build_problem(name, with_optimum=False)
+    except (KeyError, ValueError):
+        return None
+    return problem.alpha, problem.iterations
+
+
+def alpha_text(problem: str, alpha: float | None) -> str:
+    """A dry run's alpha: ``below-min-mass (3.957e-13)`` where it is the grid's alpha -> 0 setting
+    (half the problem's smallest mass), the grid file's name for it, else the number."""
+    if alpha is None:
+        return "-"
+    try:
+        below = alpha == alpha_below_min_mass(problem)
+    except (GridError, KeyError, ValueError):  # a continuous Z, or a problem that does not build here
+        below = False
+    return f"{BELOW_MIN_MASS} ({alpha:.4g})" if below else f"{alpha:.4g}"
+
+
+def print_groups(cells: list[CellSpec], shown: dict[CellSpec, str], cost: dict[CellSpec, float]) -> None:
+    """One line per :func:`group_key` group (in the grid's order): its problem, algorithm, alpha and
+    iterations (the problem's where the grid sets none), GP profile, risk measure, the cells in each state and
+    the estimated CPU minutes of those to run, and its options; then the totals. ``missing`` is a
+    column only where some cell is neither done, failed, unavailable nor to run (``--retry-failed``
+    leaves the missing ones)."""
+    def minutes_text(seconds: float) -> str:  # two digits at least: a cell takes a second or more
+        minutes = seconds / 60
+        return "-" if not seconds else f"{minutes:.2f}" if minutes < 1 else f"{minutes:.1f}"
+
+    groups: dict[tuple, list[CellSpec]] = {}
+    for spec in cells:
+        groups.setdefault(group_key(spec), []).append(spec)
+    defaults = {name: problem_defaults(name) for name in {spec.problem for spec in cells}}
+    states = [(heading, state) for heading, state in STATE_COLUMNS
+              if state != "missing" or "missing" in shown.values()]
+    rows = []
+    for members in groups.values():
+        spec = members[0]
+        known = defaults[spec.problem]
+        alpha = spec.alpha if spec.alpha is not None else known[0] if known else None
+        iterations = spec.iterations if spec.iterations is not None else known[1] if known else None
+        if spec.kind != "bo":  # a timing cell runs no BO iterations
+            iterations = None
+        counts = Counter(shown[c] for c in members)
+        seconds = sum(cost.get(c, 0.0) for c in members)
+        options = " ".join(f"{name}={value}" for name, value in spec.options)
+        if spec.kind != "bo":
+            options = f"[{spec.kind}] {options}".rstrip()
+        rows.append([spec.problem, spec.algorithm, alpha_text(spec.problem, alpha),
+                     "-" if iterations is None else str(iterations), spec.gp, spec.risk,
+                     *(str(counts[state]) for _, state in states),
+                     minutes_text(seconds), options])
+    total = Counter(shown.values())
+    rows.append(["total", f"{len(groups)} groups", "", "", "", "",
+                 *(str(total[state]) for _, state in states),
+                 minutes_text(sum(cost.values())), ""])
+    header = ["problem", "algorithm", "alpha", "T", "gp", "risk", *(h for h, _ in states), "CPU min",
+              "options"]
+    right = {2, 3, *range(6, len(header) - 1)}  # numbers
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        cells_text = [text.rjust(width) if i in right else text.ljust(width)
+                      for i, (text, width) in enumerate(zip(row, widths, strict=True))]
+        print("  ".join(cells_text).rstrip())
+
+
+def duration_text(seconds: float) -> str:
+    """Seconds as people read a cost: ``42 s``, ``11.2 min``, ``5.9 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+@dataclass
+class Plan:
+    """What a grid run will do: each cell's state on disk, the cells to run and their estimated
+    seconds, and the estimate as text."""
+
+    states: dict[CellSpec, str]
+    to_run: list[CellSpec]
+    costs: list[float]
+    estimate: str
+    rates: dict
+
+
+def plan_json(grid: Grid, cells: list[CellSpec], out: Location, plan: Plan) -> dict:
+    """The plan as plain data: the grid, the folder, and per cell (in the grid's order) its label, spec
+    (:meth:`CellSpec.to_dict`), spec hash, file, state ("to run", "done", "failed", "missing" when
+    not chosen, "not available") and estimated seconds (null when it will not run)."""
+    cost = dict(zip(plan.to_run, plan.costs, strict=True))
+    return {"grid": grid.name, "out": str(out), "to_run": len(plan.to_run),
+            "estimate_cpu_s": round(sum(plan.costs), 1),
+            "cells": [{"label": cell_label(spec), "spec": spec.to_dict(), "hash": spec_hash(spec),
+                       "path": str(cell_path(out, spec)),
+                       "state": "to run" if spec in cost else plan.states[spec],
+                       "estimate_s": round(cost[spec], 1) if spec in cost else None} for spec in cells]}
+
+
+def print_dry_run(args: argparse.Namespace, cells: list[CellSpec], out: Location, plan: Plan) -> None:
+    """Print what a run would do: per group (and with --verbose per cell) the state and estimate."""
+    cost = dict(zip(plan.to_run, plan.costs, strict=True))
+    shown = {spec: "to run" if spec in cost else plan.states[spec] for spec in cells}
+    if args.verbose:
+        for spec in cells:
+            seconds = f"  ~{cost[spec]:.0f} s" if spec in cost else ""
+            print(f"  {shown[spec]:13s} {cell_label(spec)}{seconds}")
+    print_groups(cells, shown, cost)
+    if plan.rates:
+        print(f"cost: the measured seconds per iteration of the finished cells in {out} for "
+              f"{len(plan.rates)} (problem, algorithm, options) group(s) (scaled by the algorithm's "
+              "declared cost model for other options of a pair), the declared model for the rest")
+    print(f"to run: {len(plan.to_run)} cells, {plan.estimate} (estimate)")
+

@@ -1,0 +1,127 @@
+"""Cost estimates of cells: the seconds a cell takes on one core (:func:`estimate_seconds`), from
+the seconds an iteration its algorithm and problem declare (:func:`declared_rate`) or those measured
+on finished cells (:func:`measured_rate`), and the iterations a cell runs (:func:`cell_iterations`).
+A grid run prices its cells with them (the Ray runner submits the costliest first), and so does the
+dry run.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import replace
+
+from algorithms import algorithm_factory
+from algorithms.cost import DEFAULT_ITERATION_S, ProblemSize, iteration_seconds
+from harness.complexity import estimate_timing_seconds
+from harness.spec import CellSpec
+from problems import PROBLEMS, build_problem
+from problems.plugins import is_import_path
+
+#: Seconds of a cell besides its iterations (building the problem and the model, the initial design).
+_FIXED_S = 1.0
+#: The harness's own seconds an iteration on one of 2 busy cores (the GP update, the recommendation's
+#: regret against the true objective) where the problem does not build here; a problem declares its
+#: own (:attr:`problems.Problem.overhead_seconds`: random search's measured rate, whose proposals cost
+#: nothing).
+_HARNESS_S = 0.05
+#: The size assumed for a problem that does not build here (its cells cannot run; a guess).
+_UNKNOWN_SIZE = ProblemSize(d_x=1, d_z=1, z_size=100, n_init=10, iterations=60)
+
+
+@functools.lru_cache(maxsize=256)
+def _overhead_seconds(name: str) -> float:
+    """The harness's seconds an iteration on problem ``name`` (what it declares), or :data:`_HARNESS_S`."""
+    try:
+        return build_problem(name, with_optimum=False).overhead_seconds
+    except (KeyError, ValueError):
+        return _HARNESS_S
+
+
+@functools.lru_cache(maxsize=256)
+def _problem_size(name: str, iterations: int) -> ProblemSize:
+    """The size of problem ``name`` run for ``iterations``, or :data:`_UNKNOWN_SIZE`."""
+    try:
+        return ProblemSize.of(build_problem(name, with_optimum=False), iterations)
+    except (KeyError, ValueError):
+        return replace(_UNKNOWN_SIZE, iterations=iterations)
+
+
+def declared_rate(spec: CellSpec) -> float:
+    """Seconds an iteration of a BO cell from what its algorithm declares
+    (:func:`algorithms.cost.iteration_seconds`, its options' defaults filled in) plus the harness's
+    share, which its problem declares (:attr:`problems.Problem.overhead_seconds`);
+    :data:`algorithms.cost.DEFAULT_ITERATION_S` for an algorithm that does not import here."""
+    size = replace(_problem_size(spec.problem, cell_iterations(spec)), risk=spec.risk)
+    try:
+        factory = algorithm_factory(spec.algorithm)
+    except (KeyError, ValueError):
+        factory = None
+    seconds = iteration_seconds(factory, size, dict(spec.options)) if factory else DEFAULT_ITERATION_S
+    return _overhead_seconds(spec.problem) + seconds
+
+
+def measured_rate(spec: CellSpec, measured: Mapping[tuple, float]) -> float | None:
+    """Seconds an iteration of ``spec`` from ``measured`` (seconds an iteration of finished cells by
+    (problem, algorithm, options), as :func:`harness.grid_cli` reads them; a key (problem,
+    algorithm) stands for the default options): the rate of cells with the same options, else one
+    with other options scaled by the declared model (:func:`declared_rate`), else the declared rate
+    scaled by how far the algorithm's finished cells on other problems were from theirs
+    (:func:`_calibration`), else None."""
+    same = measured.get((spec.problem, spec.algorithm, spec.options))
+    if same is None and not spec.options:
+        same = measured.get((spec.problem, spec.algorithm))
+    if same is not None:
+        return same
+    for key, rate in measured.items():
+        if key[:2] == (spec.problem, spec.algorithm):
+            return rate * declared_rate(spec) / declared_rate(_spec_of(spec, key))
+    factor = _calibration(spec, measured)
+    return None if factor is None else factor * declared_rate(spec)
+
+
+def _calibration(spec: CellSpec, measured: Mapping[tuple, float]) -> float | None:
+    """The geometric mean of measured / declared seconds an iteration over the finished cells of
+    ``spec``'s algorithm on other problems (None if there are none): the declared cost model is off
+    by a factor that depends more on the machine and the load than on the problem, so a grid that
+    has run an algorithm on one problem prices it better on the next (the cvar grid's botorch-risk
+    cells ran at 2.7-4.0 times their declared rate)."""
+    logs = [math.log(rate / declared_rate(_spec_of(spec, key)))
+            for key, rate in measured.items() if key[1] == spec.algorithm and rate > 0]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def _spec_of(spec: CellSpec, key: tuple) -> CellSpec:
+    """``spec`` on the problem and options of a key of the measured rates ((problem, algorithm) or
+    (problem, algorithm, options); the short key stands for the default options)."""
+    return replace(spec, problem=key[0], options=key[2] if len(key) > 2 else ())
+
+
+def _problem_iterations(name: str) -> int:
+    """The problem's default number of iterations (60 for an import path that no longer builds:
+    the estimate is a guess, and the cell reports its own error when it runs)."""
+    try:
+        return build_problem(name, with_optimum=False).iterations
+    except (KeyError, ValueError):
+        return 60
+
+
+def cell_iterations(spec: CellSpec) -> int:
+    """The BO iterations a cell runs: its own, else its problem's (60, a guess for the estimate, for
+    a problem that is not registered here)."""
+    if spec.iterations is not None:
+        return spec.iterations
+    if spec.problem in PROBLEMS or is_import_path(spec.problem):
+        return _problem_iterations(spec.problem)
+    return 60
+
+
+def estimate_seconds(spec: CellSpec, measured: Mapping[tuple, float] | None = None) -> float:
+    """Estimated single-core seconds of a cell: a fixed part and its iterations at the rate
+    ``measured`` gives (:func:`measured_rate`: seconds an iteration of finished cells), else at the
+    rate its algorithm declares (:func:`declared_rate`)."""
+    if spec.kind == "timing":
+        return estimate_timing_seconds(spec)
+    rate = measured_rate(spec, measured) if measured else None
+    return _FIXED_S + (declared_rate(spec) if rate is None else rate) * cell_iterations(spec)

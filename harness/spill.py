@@ -1,0 +1,93 @@
+"""Finished cells that the results store refused, kept on this machine until it takes them.
+
+A cell that finished costs its compute time again if its file cannot be written: a full disk, a
+refused upload, a folder turned read-only. The grid retries such a write (:data:`WRITE_ATTEMPTS`
+times, a second and then two apart: a store that was briefly unavailable takes it), and if the store
+still refuses it, writes the cell's file here instead: under this machine's cache folder
+(``platformdirs``; ``VARBO_SPILL_DIR`` sets another), in a folder of its own for each results
+folder. The cell is then reported failed, and its failure record (where one can be written) and the
+grid's line say where it is kept. The next run of a grid into that results folder writes every kept
+cell into it first (:func:`recover`), checked whole, as finished: nothing is recomputed.
+
+If the cache folder refuses it too (the same full disk), the cell's rows are lost, and the line says
+so: this is a second fault, not one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import platformdirs
+
+from harness.results import (
+    Location,
+    cell_files,
+    cell_path,
+    check_cell_file,
+    location,
+    spec_from_dict,
+)
+from harness.spec import CellSpec
+from harness.store import clear_failure, write_bytes
+
+#: Attempts at writing a finished cell before it is kept here, and the pauses between them (s).
+WRITE_ATTEMPTS = 3
+PAUSES_S = (1.0, 2.0)
+#: The variable that names another folder for kept cells (the tests', a shared disk's).
+SPILL_VARIABLE = "VARBO_SPILL_DIR"
+
+
+def spill_folder(out: Location | str) -> Path:
+    """Where cells of the results folder ``out`` are kept when it refuses them: one folder per
+    results folder, named by a digest of its location."""
+    root = os.environ.get(SPILL_VARIABLE) or platformdirs.user_cache_path("varbo-bench") / "unsaved"
+    digest = hashlib.sha256(str(location(out)).encode()).hexdigest()[:16]
+    return Path(root) / digest
+
+
+def write_with_retries(write: Callable[[], Location],
+                       sleep: Callable[[float], None] = time.sleep) -> Location:
+    """``write()`` up to :data:`WRITE_ATTEMPTS` times, pausing :data:`PAUSES_S` between attempts;
+    the last attempt's error is raised."""
+    for attempt in range(WRITE_ATTEMPTS):
+        try:
+            return write()
+        except Exception:
+            if attempt == WRITE_ATTEMPTS - 1:
+                raise
+            sleep(PAUSES_S[min(attempt, len(PAUSES_S) - 1)])
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def keep(out: Location | str, spec: CellSpec, write: Callable[[Location], Location]) -> Path:
+    """Write a refused cell's file with ``write(folder)`` into :func:`spill_folder` of ``out``;
+    returns its path (raises what the cache folder raises)."""
+    return Path(str(write(spill_folder(out))))
+
+
+def recover(out: Location | str) -> list[CellSpec]:
+    """Write every cell kept for ``out`` into it (each read back and checked whole first), remove
+    it from the keep, and return their specs. A kept file that does not read whole is left where it
+    is (named by ``harness.status`` as any damaged file would be); a cell that ``out`` already holds
+    whole is dropped from the keep."""
+    folder = spill_folder(out)
+    if not folder.is_dir():
+        return []
+    good, _ = cell_files(folder)
+    recovered = []
+    for path, meta in good:
+        spec = spec_from_dict(meta["spec"])
+        target = cell_path(out, spec)
+        if not (target.exists() and check_cell_file(target) is None):
+            data = Path(str(path)).read_bytes()  # the file as it was computed, metadata and all
+            write_bytes(data, target)
+            if check_cell_file(target) is not None:
+                raise OSError(f"{target}: the kept cell did not read back whole")
+            clear_failure(out, spec)  # the failure this keep answered is over
+            recovered.append(spec)
+        Path(str(path)).unlink()
+    return recovered
