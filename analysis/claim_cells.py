@@ -81,6 +81,17 @@ def study_cells(frame: pd.DataFrame, study: Study) -> pd.DataFrame:
     return cell_values(frame, study.aliases, study.reduced_effort, study.problem_options)
 
 
+def cell_settings(options: dict, algorithm: str, problem: str, study: Study) -> str:
+    """A cell's non-default settings in ``study`` (canonical JSON, :data:`DEFAULT_OPTIONS` for the
+    study's own configuration), by the rules of :func:`cell_values`: the options ``study`` sets on
+    ``problem`` and the reduced effort it runs ``algorithm`` at are its configuration, not
+    settings."""
+    arm = study.aliases.get(algorithm, algorithm)
+    effort = _reduced_effort(arm, problem) if arm in study.reduced_effort else None
+    return _settings(json.dumps(options, sort_keys=True), algorithm, study.aliases, effort,
+                     study.problem_options.get(problem, {}).get(algorithm))
+
+
 def _reduced_effort(algorithm: str, problem: str) -> dict:
     """The reduced effort ``algorithm`` declares for ``problem``'s kind of Z ({} if none)."""
     from harness.grid import smoke_options  # the engine's own rule, as the grids apply it

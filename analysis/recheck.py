@@ -8,14 +8,18 @@ statistics: the check for a host where bits cannot match (another architecture, 
 mode (:mod:`harness.kernels`). Elsewhere a run is another draw of the same random experiment, and
 the contract is statistical: the rerun agrees when
 
-* the sub-claim's verdict is the published one, decided by the same rules (:mod:`analysis.claims`:
+* every sub-claim of the claim on that problem (each pair it compares there, of any kind: regrets,
+  queries, times) has its published verdict, decided by the same rules (:mod:`analysis.claims`:
   seed-paired tests, Holm within the claim, the claim's other problems as published), and
-* each of its two series' mean final log10 regret over the rerun seeds lies within the published
-  70 % band of that mean at the final iteration (:mod:`analysis.bands`).
+* where a sub-claim compares regrets, each of its series' mean final log10 regret over the rerun
+  seeds lies within the published 70 % band of that mean at the final iteration
+  (:mod:`analysis.bands`).
 
-The cells are the default configuration's (no algorithm option, the default GP profile, the
-problem's own alpha) of the two algorithms the claim compares on that problem, every seed the
-folder holds. It prints first how long they took when published (the sum of their recorded compute
+The cells are those the sub-claims are decided on: their algorithms on that problem and risk
+measure in the study's configuration (the options a study sets on the problem and the reduced
+effort it runs an algorithm at count as its configuration; the default GP profile; the problem's own
+alpha, or for a comparison of queries the alpha below the smallest mass), every seed the folder
+holds. It prints first how long they took when published (the sum of their recorded compute
 times) and how long that is spread over ``--jobs`` processes, then reruns them one process each
 (pinned as ``harness.run`` is, unless ``--native-kernels``), writing each finished cell under
 ``--out``: an interrupted recheck resumes where it stopped. ``--dry-run`` stops after the estimate.
@@ -48,18 +52,18 @@ import pandas as pd
 
 from algorithms.gp import DEFAULT_GP
 from analysis.bands import band_table
-from analysis.claim_cells import DEFAULT_VARIANT
+from analysis.claim_cells import DEFAULT_OPTIONS, DEFAULT_VARIANT, cell_settings
 from analysis.claims import claims_table
 from analysis.data import SERIES_KEYS, final_rows
 from analysis.report import read_frame, results_study
 from harness.cell import CellResult, run_cell
 from harness.cli import EXIT_USAGE, Parser, UsageError, add_kernels_argument, exit_with, kernels_line
 from harness.dry_run import duration_text
-from harness.grid_cells import cell_label
+from harness.grid_cells import alpha_below_min_mass, cell_label
 from harness.results import cell_files, cell_path, check_cell_file, read_cell, spec_from_dict, spec_hash
 from harness.spec import CellSpec
 from harness.store import write_cell
-from harness.study import Claim, PairComparison, Study
+from harness.study import Claim, Comparison, Study
 
 PROG = "python -m analysis.recheck"
 EXIT_DISAGREES = 1
@@ -67,41 +71,49 @@ EXIT_DISAGREES = 1
 TIMES = ("t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s")
 
 
-def _claim(study: Study, claim_id: str, problem: str) -> tuple[Claim, PairComparison]:
-    """The claim and its comparison on ``problem``; :class:`UsageError` naming what exists."""
+def _claim(study: Study, claim_id: str, problem: str) -> tuple[Claim, list[Comparison]]:
+    """The claim and its comparisons on ``problem``; :class:`UsageError` naming what exists."""
     claims = {c.id: c for c in study.claims}
     if claim_id not in claims:
         raise UsageError(f"no claim {claim_id!r} in study {study.name!r}; its claims: {', '.join(claims)}")
     claim = claims[claim_id]
-    pairs = [c for c in claim.comparisons if isinstance(c, PairComparison) and c.kind in ("beats", "on_par")]
-    if not pairs:
-        raise UsageError(f"{claim_id} is not decided on regrets (it compares queries or times): "
-                         "harness.verify reruns its cells bit for bit")
-    on = [c for c in pairs if problem in c.problems]
+    on = [c for c in claim.comparisons if problem in c.problems or (not c.problems and c.kind == "cheaper")]
     if not on:
-        problems = sorted({p for c in pairs for p in c.problems})
+        problems = sorted({p for c in claim.comparisons for p in c.problems})
         raise UsageError(f"{claim_id} has no sub-claim on {problem!r}; its problems: {', '.join(problems)}")
-    if len(on) > 1:
-        raise UsageError(f"{claim_id} compares {len(on)} pairs on {problem}; this command takes claims "
-                         "with one pair per problem")
-    return claim, on[0]
+    return claim, on
 
 
-def chosen_cells(folder: Path, comparison: PairComparison, problem: str) -> list[tuple[CellSpec, float]]:
-    """The default configuration's cells of the comparison's two algorithms on ``problem`` (every
-    seed), each with its published compute seconds."""
-    arms = {comparison.a, comparison.b}
+def _arms(comparison: Comparison) -> set[str]:
+    """The algorithms a comparison's sub-claims are decided on."""
+    return {*comparison.a, comparison.b} if isinstance(comparison.a, tuple) else {comparison.a, comparison.b}
+
+
+def _wanted(spec: CellSpec, comparison: Comparison, problem: str, study: Study) -> bool:
+    """Whether ``spec`` is a cell a sub-claim of ``comparison`` on ``problem`` is decided on."""
+    alpha = alpha_below_min_mass(problem) if comparison.kind == "same_queries" else None
+    risk = "var" if comparison.kind == "same_queries" else comparison.target
+    return (spec.kind == "bo" and spec.problem == problem and spec.algorithm in _arms(comparison)
+            and spec.risk == risk and spec.alpha == alpha and spec.gp == DEFAULT_GP
+            and cell_settings(dict(spec.options), spec.algorithm, problem, study) == DEFAULT_OPTIONS)
+
+
+def chosen_cells(folder: Path, study: Study, comparisons: list[Comparison],
+                 problem: str) -> list[tuple[CellSpec, float]]:
+    """The cells the sub-claims of ``comparisons`` on ``problem`` are decided on (module docstring),
+    every seed, each with its published compute seconds."""
     good, bad = cell_files(folder)
     if bad:
         raise UsageError(f"{bad[0][0]}: {bad[0][1]}")
     out = []
     for path, meta in good:
         spec = spec_from_dict(meta["spec"])
-        if (spec.kind == "bo" and spec.problem == problem and spec.algorithm in arms and not spec.options
-                and spec.alpha is None and spec.gp == DEFAULT_GP):
+        if any(_wanted(spec, c, problem, study) for c in comparisons):
             out.append((spec, _compute_seconds(path)))
     if not out:
-        raise UsageError(f"{folder} holds no default cells of {comparison.a} or {comparison.b} on {problem}")
+        arms = sorted(set().union(*(_arms(c) for c in comparisons)))
+        raise UsageError(f"{folder} holds no cells of {', '.join(arms)} on {problem} in the study's "
+                         "configuration")
     return sorted(out, key=lambda c: (c[0].algorithm, c[0].seed))
 
 
@@ -141,6 +153,10 @@ def rerun(cells: list[CellSpec], out: Path, jobs: int) -> list[str]:
     return failures
 
 
+#: The statistic each kind of sub-claim is decided on (its headline).
+HEADLINE = {"beats": "final", "on_par": "final", "queries": "queries", "cheaper": "time"}
+
+
 def compare(published: pd.DataFrame, rerun_frame: pd.DataFrame, hashes: set[str], study: Study,
             claim: Claim, problem: str) -> tuple[bool, list[str]]:
     """Whether the rerun agrees with the publication (see the module docstring), and the lines
@@ -150,20 +166,27 @@ def compare(published: pd.DataFrame, rerun_frame: pd.DataFrame, hashes: set[str]
     swapped = pd.concat([published.loc[~published["spec_hash"].isin(hashes)], rerun_frame],
                         ignore_index=True)
 
-    def row(frame: pd.DataFrame) -> pd.Series:
+    def rows(frame: pd.DataFrame) -> pd.DataFrame:
         table = claims_table(frame, only)
-        mask = ((table["problem"] == problem) & (table["variant"] == DEFAULT_VARIANT)
-                & (table["statistic"] == "final"))
-        return table.loc[mask].iloc[0]
+        mask = (table["problem"] == problem) & (table["variant"] == DEFAULT_VARIANT)
+        mask &= table["statistic"] == table["kind"].map(HEADLINE)
+        return table.loc[mask].set_index("comparison")
 
-    before, after = row(published), row(swapped)
-    lines = [f"verdict: published {before['verdict']} (p {before['p_holm']:.3g} after Holm, "
-             f"{before['n_seeds']} seeds); rerun {after['verdict']} (p {after['p_holm']:.3g}, "
-             f"{after['n_seeds']} seeds)"]
-    agrees = before["verdict"] == after["verdict"]
+    before, after = rows(published), rows(swapped)
+    lines, agrees = [], True
+    for comparison, old in before.iterrows():
+        new = after.loc[comparison] if comparison in after.index else None
+        same = new is not None and new["verdict"] == old["verdict"]
+        agrees &= same
+        rerun = ("missing" if new is None
+                 else f"{new['verdict']} (p {new['p_holm']:.3g}, {new['n_seeds']} seeds)")
+        lines.append(f"{comparison} ({old['statistic']}): published {old['verdict']} (p {old['p_holm']:.3g} "
+                     f"after Holm, {old['n_seeds']} seeds); rerun {rerun}")
     bands = band_table(final_rows(published.loc[published["spec_hash"].isin(hashes)]))
     means = final_rows(rerun_frame).groupby(SERIES_KEYS, dropna=False)["log10_regret"].mean()
     for series in bands.itertuples(index=False):
+        if not math.isfinite(series.mean):  # a series without regrets (queries only)
+            continue
         key = tuple(getattr(series, k) for k in SERIES_KEYS)
         mean = means.get(key, math.nan)
         inside = series.lower <= mean <= series.upper
@@ -203,8 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         if not folder.is_dir():
             raise UsageError(f"{folder} is not a folder")
         study = results_study(folder)
-        claim, comparison = _claim(study, args.claim, args.problem)
-        cells = chosen_cells(folder, comparison, args.problem)
+        claim, comparisons = _claim(study, args.claim, args.problem)
+        cells = chosen_cells(folder, study, comparisons, args.problem)
     except UsageError as error:
         print(f"analysis.recheck: error: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -212,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     seconds = sum(s for _, s in cells)
     seeds = sorted({spec.seed for spec, _ in cells})
     jobs = min(args.jobs, len(cells))
-    print(f"{args.claim} on {args.problem}: {comparison.a} vs {comparison.b}, {len(cells)} cells (seeds "
+    arms = ", ".join(sorted({spec.algorithm for spec, _ in cells}))
+    print(f"{args.claim} on {args.problem}: {arms}, {len(cells)} cells (seeds "
           f"{seeds[0]}-{seeds[-1]}); published, they took {duration_text(seconds)} of CPU time: about "
           f"{duration_text(seconds / jobs)} with {jobs} processes here (and a few seconds each to start); "
           f"{kernels_line()}", flush=True)
