@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.across_runs import across_runs_section
 from analysis.bands import band_table
 from analysis.claim_cells import study_cells
 from analysis.claims import claims_table, overall
@@ -99,9 +100,6 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR, study: 
     if study is None:
         found = [results_study(folder) for folder in (results, *also)]
         study = next((s for s in found if s is not NO_STUDY), NO_STUDY)
-    for folder in also:
-        doc.para(f"Compared with the rows of {folder} (read, not rerun); a cell of both counts once, "
-                 f"from {results}.")
     if not frame.empty:
         if not duplicates.empty:
             print(f"analysis.report: {len(duplicates)} cell(s) stored twice with identical rows are counted "
@@ -109,6 +107,8 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR, study: 
         n_cells = _bo_part(doc, results, out, frame, metas, floor, paths, duplicates, study)
     if not timings.empty:
         n_cells += complexity_section(doc, timings, out, paths, study.complexity or NO_COMPLEXITY)
+    if also:  # what each joined run is, and whether its rows compare with this one's
+        across_runs_section(doc, results, also, out, paths)
     paths["report.md"], paths["report.html"] = doc.write(out)
     elapsed = time.perf_counter() - started
     print(f"analysis.report: {n_cells} cells, {len(frame) + len(timings)} rows read in "
