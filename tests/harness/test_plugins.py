@@ -150,17 +150,18 @@ def test_an_own_method_is_compared_with_published_rows_without_rerunning_them(tm
     stand-in publication (the suite grid's random-search cells of yacht, seeds 0-1), the toy
     method's cells from a ``like = "suite"`` grid, and the report of the toy's folder ``--with``
     the publication: the suite's study (from the publication's grid) decides its claims on both
-    folders' rows, and nothing of the publication is run again (about 60 s: two Ray grids of two
+    folders' rows, nothing of the publication is run again, and the toy's run checks itself against
+    the publication through its own random-search cells (about 80 s: two Ray grids of two and four
     60-iteration cells and a report)."""
     published, mine = tmp_path / "published", tmp_path / "mine"
     grid_file = tmp_path / "mine.toml"
-    grid_file.write_text(LIKE_SUITE.format(algorithms='"toy_plugin:SuiteToy"'))
+    grid_file.write_text(LIKE_SUITE.format(algorithms='"toy_plugin:SuiteToy", "random"'))
     for args in (("--grid", "suite", "--only", "yacht-5-1/random/seed[01]*", "--out", str(published)),
                  ("--grid", str(grid_file), "--out", str(mine))):
         run = _run("-m", "harness.run", *args, "--num-cpus", "1", "--no-progress")
         assert run.returncode == 0, run.stdout + run.stderr
     before = {p: p.stat().st_mtime_ns for p in result_files(published)}
-    assert {p.parent.name for p in result_files(mine)} == {"toy_plugin:SuiteToy"}
+    assert {p.parent.name for p in result_files(mine)} == {"toy_plugin:SuiteToy", "random"}
     report = _run("-m", "analysis.report", str(mine), "--with", str(published), "--out", str(tmp_path / "r"),
                   cwd=tmp_path)
     assert report.returncode == 0, report.stderr
@@ -174,4 +175,7 @@ def test_an_own_method_is_compared_with_published_rows_without_rerunning_them(tm
     claims = pd.read_csv(tmp_path / "r" / "claims.csv")
     assert set(claims["claim"]) >= {"S1", "S3", "S4"}  # the suite's claims, not run on this data
     html = (tmp_path / "r" / "report.html").read_text()
-    assert f"Compared with the rows of {published}" in html
+    # the check the how-to adds random search for: its cells are in both folders, and identical
+    assert "The runs compared" in html and "2 of them have identical rows" in html
+    shared = pd.read_csv(tmp_path / "r" / "across_runs.csv")
+    assert len(shared) == 2 and shared["identical"].all()
