@@ -1,7 +1,8 @@
 """The registry of algorithms: a plain dict of names to factories.
 
 A factory is called as ``factory(problem, seed_root, **options)`` and returns an
-:class:`algorithms.base.Algorithm`. To add an algorithm, subclass it and add one entry here, and
+:class:`algorithms.base.Algorithm`. To add an algorithm, subclass it (its ``name`` is its registry
+key), add the class to the tuple here, and
 declare its options in its ``options`` attribute (:mod:`algorithms.options`; a test requires the
 declaration to match the constructor and a meaning for every option of every registered algorithm).
 The site's algorithms page generates its row, its section (label ``options-NAME``), the first
@@ -30,20 +31,11 @@ from problems.plugins import import_object, is_import_path
 
 __all__ = ["ALGORITHMS", "OptionDoc", "algorithm_factory", "describe_options"]
 
-ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
-    "vucb-unif": VUCBUnif,
-    "vucb-prob": VUCBProb,
-    "vucb-prob-saa": VUCBProbSAA,
-    "stableopt": StableOpt,
-    "random": RandomSearch,
-    "rhokg-apx": RhoKGApx,
-    "rhokg-apx-released": RhoKGApxReleased,
-    "cvucb": CVUCB,
-    "cvts": CVTS,
-    "botorch-risk": BotorchRisk,
-    "rhokg-oneshot": RhoKGOneShot,
-    "rahbo": RAHBO,
-}
+#: The registered algorithms by name, in this order: each class declares its name once
+#: (``Algorithm.name``) and is keyed by it here, never by the name typed again.
+ALGORITHMS: dict[str, Callable[..., Algorithm]] = {cls.name: cls for cls in (
+    VUCBUnif, VUCBProb, VUCBProbSAA, StableOpt, RandomSearch, RhoKGApx, RhoKGApxReleased, CVUCB, CVTS,
+    BotorchRisk, RhoKGOneShot, RAHBO)}
 for _key, _factory in ALGORITHMS.items():  # a class whose name or declarations do not hold fails here
     check_algorithm(_key, _factory)
     check_declaration(_key, _factory)
