@@ -6,7 +6,7 @@ a time, a method and a problem meeting at equal (problem, alpha, target, T) as i
 * :func:`profile_table`, **performance profiles** (the empirical distribution of normalized scores
   over runs, as rliable draws them, Agarwal et al., NeurIPS 2021; COCO's ECDFs of runs): a run's
   score is its final log10 regret minus the median final log10 regret of the study's baseline on
-  that problem (decades below random search in the suite), and a method's profile at tau is the
+  that problem (in decades below the baseline), and a method's profile at tau is the
   fraction of its runs with a score at or below tau, averaged over the problems (each problem
   weighs the same). The band is a 95 % stratified percentile bootstrap (each problem's seeds
   resampled on their own; the baseline's medians held fixed).

@@ -107,7 +107,7 @@ def _verdict(shared: pd.DataFrame, results: Path, folder: Path) -> str:
         return (f"{results} and {folder} share no cell, so nothing here checks that they ran the same "
                 "harness on comparable machines: their rows pair seed by seed only if both used the same "
                 "code for everything but the method, and their seconds are not comparable. A grid that "
-                f"also runs one of {folder}'s methods (a cheap one: random search) makes that check.")
+                f"also runs one of {folder}'s methods (a cheap one) makes that check.")
     same = int(shared["identical"].sum())
     ratio = shared["seconds_ratio"].median()
     text = (f"{len(shared)} cell(s) are in both {results} and {folder}; {same} of them have identical rows "

@@ -7,8 +7,8 @@
   regret of a random run of A below that of a random run of B, ties counting half), averaged over
   the problems both ran on, with a stratified bootstrap interval;
 * :func:`relative_iqm_table`: per method, the IQM over every (problem, seed) of the final log10
-  regret minus the median final log10 regret of a baseline method on the same problem (random
-  search in the paper's study): how many decades below the baseline a method ends, pooled across
+  regret minus the median final log10 regret of a baseline method on the same problem (the study's
+  ``baseline``): how many decades below the baseline a method ends, pooled across
   problems whose regrets live on different scales.
 
 Only cells in the default configuration (no option, the default GP) count, each method on a problem

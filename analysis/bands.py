@@ -13,7 +13,7 @@ from scipy import stats
 
 from analysis.data import SERIES_KEYS
 
-#: Two-sided coverage of the band (the paper's 70 %).
+#: Two-sided coverage of the band (the 70 % the studies use).
 BAND_LEVEL = 0.70
 
 

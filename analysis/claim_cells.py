@@ -3,7 +3,7 @@ and last-iterations log10 regret, its acquisition time, the algorithm the claims
 non-default settings), and the variants under which two algorithms' cells pair by seed.
 
 A *variant* is the non-default settings of two paired sides (algorithm options, the GP profile
-``gp=...``, an alias standing in for another algorithm); ``default`` is the paper's configuration.
+``gp=...``, an alias standing in for another algorithm); ``default`` is the study's configuration.
 """
 
 from __future__ import annotations

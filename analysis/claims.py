@@ -1,18 +1,19 @@
-"""The claims table: which of the paper's claims C1-C8 (and our C9) the stored results reproduce,
-under which settings, and by which statistic.
+"""The claims table: which of the study's claims the stored results reproduce, under which settings,
+and by which statistic.
 
 Every comparison pairs cells by seed: the initial design and the observation noise depend on
 (problem, seed) only, so two algorithms' cells of one seed start from the same points. Each claim is
 split into sub-claims (one per problem and pair of algorithms). Each sub-claim is tested
 
-* by two statistics of a cell's regret: ``final`` (final-iteration log10 regret, the paper's) and
-  ``last10`` (mean log10 regret over the last :data:`LAST_ITERATIONS` iterations, less noisy than one
-  iteration of a recommendation that can jump); C8 by ``time``, C7 by ``queries``;
+* by two statistics of a cell's regret: ``final`` (final-iteration log10 regret, the headline one)
+  and ``last10`` (mean log10 regret over the last :data:`LAST_ITERATIONS` iterations, less noisy than
+  one iteration of a recommendation that can jump); an "is cheaper" comparison by ``time``, a "same
+  queries" one by ``queries``;
 * under every *variant* found in the folder: the non-default settings of the two sides (algorithm
-  options, the GP profile ``gp=...``, ``rhokg-apx-released`` standing in for ``rhokg-apx``). Two
+  options, the GP profile ``gp=...``, an algorithm the study runs as standing in for another). Two
   sides pair only under the same GP profile, and with the same value of any option both sides were
-  run with (so V-UCB Prob with beta=authors meets V-UCB Unif with beta=authors, not with the
-  default beta). ``default`` is the paper's configuration: no option, the ``paper`` GP.
+  run with (so A with ``beta=X`` meets B with ``beta=X``, not B with its default beta). ``default``
+  is the study's configuration: no option, the default GP profile (:data:`algorithms.gp.DEFAULT_GP`).
 
 A sub-claim's verdict is
 
@@ -21,28 +22,30 @@ A sub-claim's verdict is
   whenever fewer than :data:`MIN_SEEDS` seeds pair (the exact one-sided signed-rank test cannot reach
   p < 0.05 with fewer than 5 pairs).
 
-"A beats B" (C2-C6, C9): paired Wilcoxon signed-rank test on the statistic, one-sided (A lower).
-Reproduced if p < :data:`SIGNIFICANCE`; not reproduced if B is significantly lower (the opposite
-one-sided test) or A and B are equivalent (the test below); inconclusive otherwise.
+"A beats B" (:class:`harness.study.Beats`): paired Wilcoxon signed-rank test on the statistic,
+one-sided (A lower). Reproduced if p < :data:`SIGNIFICANCE`; not reproduced if B is significantly
+lower (the opposite one-sided test) or A and B are equivalent (the test below); inconclusive
+otherwise.
 
-"A on par with B" (C1, C6 second half): equivalence within +-:data:`EQUIVALENCE_MARGIN` log10 units
-by two one-sided Wilcoxon signed-rank tests (TOST) on the paired differences d = log10 r_A - log10 r_B:
-H1- median(d) > -margin and H1+ median(d) < +margin, p = max of the two. Reproduced if p < 0.05. Not
-reproduced if non-equivalence at the margin is shown: the one-sided test of d - margin > 0 or of
-d + margin < 0 rejects, at 0.05 after a Bonferroni factor of 2 for the two directions (p = 2 min of
-the two). Inconclusive otherwise: neither equivalence nor a difference beyond the margin is shown,
-which is not "on par".
+"A on par with B" (:class:`harness.study.OnPar`): equivalence within +-:data:`EQUIVALENCE_MARGIN`
+log10 units by two one-sided Wilcoxon signed-rank tests (TOST) on the paired differences
+d = log10 r_A - log10 r_B: H1- median(d) > -margin and H1+ median(d) < +margin, p = max of the two.
+Reproduced if p < 0.05. Not reproduced if non-equivalence at the margin is shown: the one-sided test
+of d - margin > 0 or of d + margin < 0 rejects, at 0.05 after a Bonferroni factor of 2 for the two
+directions (p = 2 min of the two). Inconclusive otherwise: neither equivalence nor a difference
+beyond the margin is shown, which is not "on par".
 
-C7: the stored queries (x, z) of V-UCB at alpha below the smallest mass equal StableOpt's at every
-iteration, cell by cell (max abs difference <= :data:`QUERY_TOLERANCE`), up to the choice among
-exactly tied z: where x_t is far from every observation the kernel underflows, l_{t-1}(x_t, z) is the
-prior's for every z and all of them minimize it. StableOpt's argmin is then a set; StableOpt and V-UCB
-Unif pick from it with the same shared stream, V-UCB Prob the z of largest mass (its rule), and from
-there on the two runs see different data. A cell whose first differing query has the same x and a
-tie (V-UCB's ``lv_count`` > 1: at this alpha its lacing values are exactly the minimizers of l) counts
-as consistent, and is reported as such. C8: per-cell median
-acquisition time (t_acq_s over iterations >= 1), each V-UCB variant run on a problem against
-rho-KG^apx there, one-sided signed-rank test on log10 of the medians.
+"A queries what B queries" (:class:`harness.study.SameQueries`): the stored queries (x, z) of A at
+alpha below the smallest mass equal B's at every iteration, cell by cell (max abs difference <=
+:data:`QUERY_TOLERANCE`), up to the choice among exactly tied z: where x_t is far from every
+observation the kernel underflows, l_{t-1}(x_t, z) is the prior's for every z and all of them
+minimize it. The argmin is then a set; two algorithms may pick from it differently (one from a shared
+random stream, the other by a rule of its own, e.g. the z of largest mass), and from there on the
+two runs see different data. A cell whose first differing query has the same x and a tie (A's
+``lv_count`` > 1: at this alpha its lacing values are exactly the minimizers of l) counts as
+consistent, and is reported as such. "A is cheaper than B" (:class:`harness.study.Cheaper`):
+per-cell median acquisition time (t_acq_s over iterations >= 1), A run on a problem against B
+there, one-sided signed-rank test on log10 of the medians.
 
 A claim's overall verdict (per variant and statistic): not reproduced if any sub-claim is; reproduced
 if all are; not run if all are not run; inconclusive otherwise (including a mix of reproduced and not
@@ -171,12 +174,12 @@ def _combine(verdicts: list[str]) -> str:
 
 def overall(table: pd.DataFrame, study: Study) -> pd.DataFrame:
     """One row per claim: its statement; ``verdict`` under the default configuration by the headline
-    statistic (final log10 regret; C7 queries, C8 time) and ``verdict_last10`` by the second; the
-    counts of the default sub-claim verdicts; ``changes``: each sub-claim where a variant, or the
-    second statistic, gives another verdict than the default configuration by the same statistic;
-    ``flipped``: whether any of these turns reproduced into not reproduced or back;
-    ``where_default_not_run``: the verdicts of variants on sub-claims the default did not run,
-    counted per statistic (the sensitivity table has them one by one)."""
+    statistic (final log10 regret; queries for "same queries", time for "is cheaper") and
+    ``verdict_last10`` by the second; the counts of the default sub-claim verdicts; ``changes``: each
+    sub-claim where a variant, or the second statistic, gives another verdict than the default
+    configuration by the same statistic; ``flipped``: whether any of these turns reproduced into not
+    reproduced or back; ``where_default_not_run``: the verdicts of variants on sub-claims the default
+    did not run, counted per statistic (the sensitivity table has them one by one)."""
     rows = []
     for declared in study.claims:
         claim, statement, headline = declared.id, declared.statement, declared.headline
@@ -239,10 +242,10 @@ SHORT = {REPRODUCED: "yes", NOT_REPRODUCED: "NO", INCONCLUSIVE: "?", NOT_RUN: "-
 
 
 def sensitivity_table(table: pd.DataFrame, claims: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """One row per variant (the default first), one column per sub-claim (``C1 problem: A vs B``):
+    """One row per variant (the default first), one column per sub-claim (``CLAIM problem: A vs B``):
     the verdict by the final and by the last-10 statistic, "final / last10" in short forms
-    (:data:`SHORT`; '-' where the variant did not run on that sub-claim). C7 and C8 (one statistic,
-    default only or timing) are left out unless named."""
+    (:data:`SHORT`; '-' where the variant did not run on that sub-claim). Claims tested by queries or
+    time (one statistic, default only or timing) are left out unless named."""
     keep = table.loc[table["statistic"].isin(STATISTICS)]
     if claims is not None:
         keep = keep.loc[keep["claim"].isin(claims)]

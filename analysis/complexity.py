@@ -1,19 +1,20 @@
 """Computational complexity: how a method's time grows with |D| (observations) and |Dz| (the size
 of Z's support), fitted as log-log slopes, next to the exponents a study's formulas predict.
 
-A study declares its methods' cost formulas (:class:`harness.study.Complexity`): the paper study's
-are its Section 3.2 (``studies/nguyen2021/complexity.py``), e.g. O(n |Dz| (|D|^2 + log |Dz|)) per
-iteration for V-UCB and O(|D|^3) per likelihood evaluation for an exact GP fit, whatever |Dz|. A power
-law t = c s^k is a straight line of slope k in log t against log s, so each (method, varied size) is
+A study declares its methods' cost formulas (:class:`harness.study.Complexity`), e.g.
+O(n |Dz| (|D|^2 + log |Dz|)) per iteration for a method that scans Z's support, and O(|D|^3) per
+likelihood evaluation for an exact GP fit, whatever |Dz|. A power law t = c s^k is a straight line
+of slope k in log t against log s, so each (method, varied size) is
 summarized by the least-squares slope of log10 t on log10 s with a t-based confidence interval
 (:func:`fit_slope`). The study's ``exponents`` hold the exponent each formula predicts once its
 leading term dominates; :func:`formula_slope` the slope the whole formula has over the sizes
-actually measured (its regime there: rho-KG^apx's exponent in |Dz| is 1 while |D|^2 dominates
-|Dz|^2 and 3 beyond). Fixed costs and lower-order terms flatten a measured curve, so below the
-leading term's regime the measured slope is expected to be smaller.
+actually measured (its regime there: a formula in |D|^2 + |Dz|^3, say, has the exponent 3 in |Dz|
+once |Dz|^3 dominates, and a smaller slope while |D|^2 does). Fixed costs and lower-order terms
+flatten a measured curve, so below the leading term's regime the measured slope is expected to be
+smaller.
 
 The timings come from the timing cells of a complexity grid (``python -m harness.run --grid
-complexity``; :mod:`harness.complexity`, read by :func:`harness.results.read_timings`);
+NAME``; :mod:`harness.complexity`, read by :func:`harness.results.read_timings`);
 :func:`timing_points` turns them into the (method, varied, size, fixed, seconds) frame that
 :func:`slope_table` fits.
 """
@@ -114,8 +115,8 @@ def fit_slope(sizes: np.ndarray, seconds: np.ndarray, level: float = 0.95) -> Sl
 def slope_table(frame: pd.DataFrame, level: float = 0.95, complexity: Complexity = NO_COMPLEXITY
                 ) -> pd.DataFrame:
     """One row per (method, varied size, the other size held fixed): the fitted slope, its interval,
-    the study's formula slope and exponent (columns ``formula_slope``, ``paper_exponent``,
-    ``paper_term``; NaN and "" where it declares none) and whether the interval lies at or below
+    the study's formula slope and exponent (columns ``formula_slope``, ``formula_exponent``,
+    ``formula_term``; NaN and "" where it declares none) and whether the interval lies at or below
     the exponent.
 
     Args:
@@ -129,18 +130,18 @@ def slope_table(frame: pd.DataFrame, level: float = 0.95, complexity: Complexity
         if group["size"].nunique() < 2 or len(group) < 3:  # nothing to fit (the study stopped)
             continue
         fitted = fit_slope(group["size"].to_numpy(), group["seconds"].to_numpy(), level)
-        paper, term = complexity.exponents.get((method.removesuffix(EVALUATION_SUFFIX), varied),
-                                               (math.nan, ""))
+        exponent, term = complexity.exponents.get((method.removesuffix(EVALUATION_SUFFIX), varied),
+                                                  (math.nan, ""))
         rows.append({"method": method, "varied": varied, "fixed": fixed,
                      "size_min": group["size"].min(), "size_max": group["size"].max(),
                      "slope": fitted.slope, "low": fitted.low, "high": fitted.high,
                      "points": fitted.points, "sizes": fitted.sizes,
                      "formula_slope": formula_slope(method, varied, fixed, group["size"].to_numpy(),
                                                     complexity),
-                     "paper_exponent": paper, "paper_term": term,
-                     "within_paper": bool(fitted.low <= paper) if not math.isnan(paper) else None})
+                     "formula_exponent": exponent, "formula_term": term,
+                     "within_formula": bool(fitted.low <= exponent) if not math.isnan(exponent) else None})
     columns = ["method", "varied", "fixed", "size_min", "size_max", "slope", "low", "high", "points",
-               "sizes", "formula_slope", "paper_exponent", "paper_term", "within_paper"]
+               "sizes", "formula_slope", "formula_exponent", "formula_term", "within_formula"]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -161,8 +161,8 @@ def check_regret(frame: pd.DataFrame, tolerance: float = NEGATIVE_TOLERANCE) -> 
 
 
 def beaten_bounds(frame: pd.DataFrame, tolerance: float = NEGATIVE_TOLERANCE) -> pd.DataFrame:
-    """Where a stored optimum is a lower bound (robot pushing), the best value any recommendation
-    reached, per (problem, alpha, target): ``bound``, ``best_found`` (bound - least regret),
+    """Where a stored optimum is a lower bound (``optimum_lower_bound``), the best value any
+    recommendation reached, per (problem, alpha, target): ``bound``, ``best_found`` (bound - least regret),
     ``beaten_by`` (max(0, best_found - bound)), ``beaten`` (by more than ``tolerance``), the cell
     and iteration where it was found, and ``cells``."""
     columns = ["problem", "alpha", "target", "bound", "best_found", "beaten_by", "beaten", "algorithm",
@@ -191,7 +191,7 @@ def regret_against_best_found(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with ``regret_basis`` and, where the optimum is unknown (null ``optimum``: a user's
     problem that declares none), ``optimum`` set to the best true value (VaR, CVaR or worst case for
     that target) any recommendation in the frame reached, per (problem, alpha, target), and ``regret`` to
-    that best minus the row's value: what the paper did for robot pushing. The basis depends on
+    that best minus the row's value: the usual practice where no optimum is known. The basis depends on
     the runs in the folder: more or better runs raise it, and every such regret with it."""
     out = frame.copy()
     unknown = out["optimum"].isna()

@@ -1,10 +1,11 @@
-"""Figures laid out like the paper's: regret curves with 70 % bands, and the timing comparison.
+"""Figures laid out as the study's figure declarations say: regret curves with 70 % bands, and the
+timing comparison.
 
-Figure 3 (discrete Z, 2 x 2), Figure 4 (continuous Z, 2 x 2), Figure 5 (portfolio, robot pushing),
-the alpha -> 0 study (worst-case regret, 2 x 2), the same three layouts for the CVaR cells (CVaR
-regret; drawn when there are any), and "other" for any problem or setting the paper does not draw.
-A panel is one (problem, alpha, target); a paper figure shows each problem at the alpha with the
-most cells, any other alpha goes to "other". One colour per algorithm in every figure.
+Each of the study's figures (:class:`harness.study.Figure`: its problems, its grid of panels, the
+risk measure whose regret it shows, whether it is drawn when none of its cells ran), and "other" for
+any problem or setting no figure of the study draws. A panel is one (problem, alpha, target); a
+study's figure shows each problem at the alpha with the most cells, any other alpha goes to "other".
+One colour per algorithm in every figure.
 
 The series' colours, labels and markers are :mod:`analysis.figure_styles`'; the layout of a figure
 and the check it passes as it is saved, :mod:`analysis.figure_layout`'s.
@@ -92,8 +93,8 @@ def _draw_panel(ax, bands: pd.DataFrame, problem: str, alpha: float, target: str
         if show_floor and last["n_floor"]:
             floors.append(f"{style.label} {int(last['n_floor'])}")
         it = series["iteration"].to_numpy()
-        # markers a few per line, each series at its own offset: lines that coincide (StableOpt and
-        # V-UCB at alpha -> 0, C7) still show every series
+        # markers a few per line, each series at its own offset: lines that coincide (two algorithms
+        # that make the same queries) still show every series
         every = max(1, len(it) // 6)
         offset = (i * every) // max(1, len(groups))
         several_t = (panel.loc[(panel["algorithm"] == algorithm) & (panel["options"] == options),
@@ -147,7 +148,7 @@ def _legend_entries(lines: dict[tuple[str, str, int | None], object],
 
 
 def _key_line(style: SeriesStyle, algorithm: str) -> str:
-    """A line of the key table: ``[A] rhokg-apx: maxiter=100, raw_per_restart=10``."""
+    """A line of the key table: ``[A] ALGORITHM: maxiter=100, raw_per_restart=10``."""
     return f"{style.key} {algorithm}: {style.options_text}"
 
 

@@ -2,7 +2,7 @@
 one sub-claim of a published folder and say whether the rerun agrees with the publication, as
 statistics: the check for a host where bits cannot match (another architecture, ``--native-kernels``).
 
-    python -m analysis.recheck docs/reproduction/paper --claim C3 --problem hartmann-1-2-discrete
+    python -m analysis.recheck docs/reproduction/FOLDER --claim CLAIM --problem PROBLEM
 
 ``harness.verify`` compares rows bit for bit, which holds on x86-64 hosts with AVX2 in the pinned
 mode (:mod:`harness.kernels`). Elsewhere a run is another draw of the same random experiment, and
@@ -204,9 +204,11 @@ def build_parser() -> Parser:
                     epilog="Exit codes: 0 agrees; 1 disagrees or a cell failed; 2 bad input; "
                     "130 interrupted.")
     parser.add_argument("folder", metavar="FOLDER", help="a published results folder (packed or not)")
-    parser.add_argument("--claim", required=True, metavar="ID", help="the claim, e.g. C3")
+    parser.add_argument("--claim", required=True, metavar="ID",
+                        help="the claim's id, as the study declares it (the 'claim' column of the "
+                             "folder's claims table)")
     parser.add_argument("--problem", required=True, metavar="NAME",
-                        help="its problem, e.g. hartmann-1-2-discrete")
+                        help="one of the problems the claim compares on, by its registered name")
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="where the rerun cells go (default results/recheck/CLAIM-PROBLEM; resumes)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",

@@ -4,12 +4,12 @@ Reads the stored rows of a results folder (complete or not) and writes to DIR (d
 ``RESULTS_DIR/_report``, which the results readers skip):
 
 * ``report.md`` and ``report.html`` (one self-contained file, figures embedded);
-* ``fig3_discrete``, ``fig4_continuous``, ``fig5_simulated``, ``fig_alpha0``, ``fig_other`` (when some
-  setting is outside the paper's figures), ``fig_timing``: PNG and PDF;
+* one figure per figure the study declares (named by it), ``fig_other`` (when some setting is outside
+  the study's figures), ``fig_timing``: PNG and PDF;
 * ``bands.csv`` / ``bands.parquet`` (mean log10 regret and its 70 % band per series and iteration),
   ``final_regret.csv`` (one row per cell), ``timing.csv``, ``timing_ratio.csv``, ``claims.csv``,
   ``claims_overall.csv``;
-* for timing cells (``--grid complexity``): ``fig_complexity``, ``complexity_slopes.csv`` and
+* for timing cells (a complexity grid's): ``fig_complexity``, ``complexity_slopes.csv`` and
   ``complexity_times.csv``, and a "Computational complexity" section.
 
 Exit codes: 0 on success, 1 when a stored regret is below -1e-9 (the cell's optimum is wrong; the

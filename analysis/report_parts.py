@@ -78,8 +78,8 @@ def aggregate_tables(frame: pd.DataFrame, study: Study) -> dict[str, pd.DataFram
 
 
 def aggregate_section(doc: Document, tables: dict[str, pd.DataFrame], baseline: str) -> None:
-    """The report's aggregate section: probability of ending lower, IQM against random search, IQM per
-    problem."""
+    """The report's aggregate section: probability of ending lower, IQM against the study's baseline,
+    IQM per problem."""
     doc.heading("Aggregate across problems")
     doc.para(
         f"Views that do not depend on one pair's test (rliable's, Agarwal et al. 2021), from the "
@@ -103,7 +103,7 @@ def aggregate_section(doc: Document, tables: dict[str, pd.DataFrame], baseline: 
 
 def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: dict[str, Path],
                        complexity: Complexity = NO_COMPLEXITY) -> int:
-    """The complexity study of the timing cells (``--grid complexity``): the log-log figure, the
+    """The complexity study of the timing cells (a study's complexity grid): the log-log figure, the
     fitted slopes next to the exponents of the study's formulas (``complexity``), the median times;
     ``complexity_slopes.csv`` and ``complexity_times.csv``. Returns the number of timing cells."""
     points = timing_points(timings, complexity=complexity)
@@ -125,7 +125,7 @@ def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: d
     n_cells = int(timings["spec_hash"].nunique())
     doc.heading("Computational complexity")
     doc.para(
-        f"{n_cells} timing cells (python -m harness.run --grid complexity): process CPU seconds of one "
+        f"{n_cells} timing cells (a complexity grid's): process CPU seconds of one "
         "proposal, of one evaluation of the acquisition function on a fixed batch of candidates "
         f"(methods labelled '{EVALUATION_SUFFIX.strip(': ')}'; as many as the algorithm declares) and of "
         "one maximum-likelihood GP fit on a GP conditioned on |D| noisy "
@@ -135,7 +135,7 @@ def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: d
         "of the support; for a continuous Z, the number of Z samples per estimate. 'slope' is the "
         "least-squares slope of log10 time on log10 size with its 95% t interval (every repeat is a "
         "point); 'formula_slope' is the slope of the study's cost formula for the method over the same "
-        "sizes, i.e. the exponent it predicts in the regime measured; 'paper_exponent' the exponent of "
+        "sizes, i.e. the exponent it predicts in the regime measured; 'formula_exponent' the exponent of "
         "its leading term (empty where the study declares none). Cells "
         "whose estimated proposal time exceeds the grid's cap are not run, so some curves stop early.")
     if complexity.note:
@@ -143,7 +143,7 @@ def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: d
     for _, title, fig_paths in figures:
         doc.figure(title, fig_paths["png"], fig_paths["pdf"])
     doc.heading("Fitted slopes", 3)
-    doc.table(slopes.drop(columns=["paper_term"]))
+    doc.table(slopes.drop(columns=["formula_term"]))
     doc.heading("Median times", 3)
     doc.table(medians)
     return n_cells

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from algorithms.gp import DEFAULT_GP
 from analysis.bands import BAND_LEVEL
 from analysis.claim_cells import LAST_ITERATIONS, seeds_text
 from analysis.claims import sensitivity_table
@@ -99,8 +100,8 @@ def _final_section(doc: Document, frame: pd.DataFrame, summary: pd.DataFrame, bo
         doc.heading("Problems without a known optimum", 3)
         doc.para(
             "These problems declare their optimum unknown, so their cells store no regret. Their regret "
-            "here is against the best true value any recommendation in this folder reached (as the "
-            "paper did for robot pushing), and their panels say 'vs best found in folder': it changes "
+            "here is against the best true value any recommendation in this folder reached (the usual "
+            "practice for such problems), and their panels say 'vs best found in folder': it changes "
             "when runs are added, and where a run reached that best its regret is 0 (drawn at the "
             "floor) by construction. The figure 'true value of the recommendation' does not depend on the "
             "other runs. The basis of each:")
@@ -119,7 +120,8 @@ def _claims_section(doc: Document, verdicts: pd.DataFrame, study: Study) -> None
              "reproduces them in the default configuration, by the last iteration's regret ('verdict') "
              "and by the mean over the last "
              f"{LAST_ITERATIONS} iterations ('verdict_last10'); 'flipped': whether a variant "
-             "in the folder (another GP, beta, rho-KG^apx as released, ...) turns a verdict around. How "
+             "in the folder (another GP profile, an algorithm option, an algorithm standing in for "
+             "another, ...) turns a verdict around. How "
              "each is tested, the variants and every sub-claim: 'Claims in detail' below.")
     doc.table(verdicts[["claim", "statement", "verdict", "verdict_last10", "sub-claims", "flipped"]])
     doc.heading("What the verdicts say", 3)
@@ -149,7 +151,7 @@ def _claims_detail_section(doc: Document, claims: pd.DataFrame, verdicts: pd.Dat
     doc.para(
         f"Tests: paired by seed (initial designs and noise are shared per (problem, seed)), on two "
         f"statistics of each cell's log10 regret (regret floored at {floor:g}): 'final', the last "
-        f"iteration's (the paper's), and 'last10', the mean over the last {LAST_ITERATIONS} "
+        f"iteration's (the headline statistic), and 'last10', the mean over the last {LAST_ITERATIONS} "
         f"iterations (less noisy). 'A beats B': one-sided Wilcoxon signed-rank test, reproduced if "
         f"p < {SIGNIFICANCE}; not reproduced if B is significantly lower or the two are equivalent. "
         f"'On par': equivalence within +-{EQUIVALENCE_MARGIN} log10 units (a factor of "
@@ -169,9 +171,10 @@ def _claims_detail_section(doc: Document, claims: pd.DataFrame, verdicts: pd.Dat
         f"'seeds_80' the seeds 80 % power would need (empty: more than 100), both by seeded Monte "
         f"Carlo under a normal model with the observed mean and sd, at the family's Bonferroni level "
         f"(the strictest of Holm's steps): planning figures, not evidence. 'verdict' is the "
-        f"paper's configuration ('default': no algorithm option, the paper's GP); every other "
-        f"configuration found in the folder is a variant (its non-default settings, e.g. gp=borisk, "
-        f"beta=authors, rhokg-apx-released), tested the same way; 'changes' lists where a variant or "
+        f"study's configuration ('default': no algorithm option, the default GP profile, {DEFAULT_GP}); "
+        f"every other configuration found in the folder is a variant (its non-default settings: another "
+        f"GP profile, an algorithm option, an algorithm standing in for another), tested the same way; "
+        f"'changes' lists where a variant or "
         f"the second statistic gives another verdict on the sub-claims it covers, 'flipped' whether one "
         f"turns reproduced into not reproduced or back.")
     changed = [(row.claim, change) for row in verdicts.itertuples(index=False) if row.changes
@@ -234,7 +237,7 @@ def conclusions(verdicts: pd.DataFrame) -> list[str]:
     for row in verdicts.itertuples(index=False):
         if row.verdict == NOT_RUN and not row.changes and not row.where_default_not_run:
             continue
-        text = f"{row.claim} ({row.statement}): {row.verdict} in the paper's configuration"
+        text = f"{row.claim} ({row.statement}): {row.verdict} in the study's configuration"
         if row.verdict_last10 and row.verdict_last10 != row.verdict:
             text += f" ({row.verdict_last10} by the mean of the last iterations)"
         if row.changes:

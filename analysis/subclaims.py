@@ -64,7 +64,7 @@ class Sub:
 
 
 def _data_text(problem: str, a: str, b: str, merged: pd.DataFrame, what: str, target: str = "var") -> str:
-    if target != "var":  # VaR is the paper's; another measure is named (its sub-claims' own rows)
+    if target != "var":  # VaR is the default target; another measure is named (its sub-claims' own rows)
         what = f"{what} of {RISK_MEASURES[target].label}" if target in RISK_MEASURES else f"{what} ({target})"
     if merged.empty:
         return f"{a} vs {b} on {problem}: {what}"
@@ -188,9 +188,9 @@ def _cheaper_tests(d: np.ndarray) -> tuple[float, float, str]:
     return signed_rank_p(d, "less"), signed_rank_p(d, "greater"), "B significantly cheaper"
 
 
-def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str, other: str) -> Sub:
-    """Sub-claim "``vucb`` at alpha below the smallest mass queries exactly ``other``'s (x, z)"
-    (StableOpt's, in the paper's study), exact ties of l aside (see the module docstring).
+def same_queries(frame: pd.DataFrame, claim: str, problem: str, one: str, other: str) -> Sub:
+    """Sub-claim "``one`` at alpha below the smallest mass queries exactly ``other``'s (x, z)", exact
+    ties of l aside (see :mod:`analysis.claims`' docstring).
 
     Cells with target ``worst_case`` are those at alpha below the smallest mass (harness.cell);
     each is paired with the ``other`` cell of the same (alpha, iterations, seed).
@@ -200,14 +200,14 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str, other
     keys = ["alpha", "iterations", "seed", "iteration"]
     base = frame.loc[(frame["problem"] == problem) & (frame["iteration"] >= 1)
                      & (frame["target"] == "worst_case") & (frame["options"] == DEFAULT_OPTIONS)]
-    a = base.loc[base["algorithm"] == vucb, [*keys, "x", "z", "lv_count"]]
+    a = base.loc[base["algorithm"] == one, [*keys, "x", "z", "lv_count"]]
     b = base.loc[base["algorithm"] == other, [*keys, "x", "z"]]
     notes = [f"no {name} cells on {problem} at alpha below the smallest mass"
-             for name, cells in ((vucb, a), (other, b)) if cells.empty]
+             for name, cells in ((one, a), (other, b)) if cells.empty]
     merged = a.merge(b, on=keys, suffixes=("_a", "_b"))
     if merged.empty:
-        data = f"{vucb} vs {other} on {problem}: queries x, z"
-        return Sub(claim, problem, f"{vucb} vs {other}", "queries", DEFAULT_VARIANT, NOT_RUN, 0,
+        data = f"{one} vs {other} on {problem}: queries x, z"
+        return Sub(claim, problem, f"{one} vs {other}", "queries", DEFAULT_VARIANT, NOT_RUN, 0,
                    float("nan"), "", float("nan"), statistic, data, "; ".join(notes), "queries")
     xa, xb = (np.stack(merged[c].to_numpy()) for c in ("x_a", "x_b"))
     za, zb = (np.stack(merged[c].to_numpy()) for c in ("z_a", "z_b"))
@@ -229,7 +229,7 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str, other
                                     strict=True)))
     alphas = ", ".join(f"{v:.4g}" for v in sorted(merged["alpha"].unique()))
     seeds = seeds_text(per_cell.index.get_level_values("seed"))
-    data = (f"{vucb} vs {other} on {problem} (alpha={alphas}, seeds {seeds}):"
+    data = (f"{one} vs {other} on {problem} (alpha={alphas}, seeds {seeds}):"
             f" queries x, z at {len(merged)} iterations")
     if n_all + n_tie < n:
         verdict = NOT_REPRODUCED
@@ -242,5 +242,5 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, vucb: str, other
     if n_tie:
         effect += f", {n_tie} identical until a choice among tied z"
     effect += f"; {fraction:.1%} of iterations identical"
-    return Sub(claim, problem, f"{vucb} vs {other}", "queries", DEFAULT_VARIANT, verdict, n, float("nan"),
+    return Sub(claim, problem, f"{one} vs {other}", "queries", DEFAULT_VARIANT, verdict, n, float("nan"),
                effect, fraction, statistic, data, "; ".join(notes), "queries", verdict_unadjusted=verdict)

@@ -1,4 +1,5 @@
-"""Final-iteration tables by problem and method, one per target: what a paper's results table shows.
+"""Final-iteration tables by problem and method, one per target: what a publication's results table
+shows.
 
 ``final_summary`` is the long form (one row per series: its last iteration's mean log10 regret and
 70 % band, from :func:`analysis.bands.band_table`, with the series' median seconds per proposal from
@@ -48,7 +49,7 @@ def pivot_tables(summary: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, pd.Data
 
     Both pivots have one row per (problem, alpha, T) and one column per series, sorted by name.
     An algorithm run with one set of options in the target is named alone and the note gives its
-    options; one run with several is named with them (``rhokg-apx (gp=borisk)``). A regret cell
+    options; one run with several is named with them (``ALGORITHM (gp=borisk)``). A regret cell
     is the final mean log10 regret with its 70 % band, ``mean [lower, upper]``; a timing cell the
     median seconds per proposal (iterations >= 1); a missing combination an empty string. The
     note gives the seeds per cell (and every cell whose count differs from the most common) and

@@ -101,6 +101,6 @@ def _pair_ratios(timing: pd.DataFrame, problems: tuple[str, ...], cheaper: tuple
 
 
 def series_name(algorithm: str, options: str) -> str:
-    """``rhokg-apx`` or ``rhokg-apx (gp=borisk, maxiter=100)``."""
+    """``ALGORITHM`` or ``ALGORITHM (gp=borisk, maxiter=100)``."""
     text = options_text(options)
     return f"{algorithm} ({text})" if text else algorithm

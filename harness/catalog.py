@@ -23,7 +23,7 @@ def width() -> int:
 
 
 def format_default(value: object) -> str:
-    """A default as ``--option NAME=VALUE`` reads it (JSON: ``"paper"``, ``null``, ``0.1``), or
+    """A default as ``--option NAME=VALUE`` reads it (JSON: ``"text"``, ``null``, ``0.1``), or
     ``(required)``."""
     return format_value(value)
 

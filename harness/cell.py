@@ -15,8 +15,9 @@ The loop is :class:`algorithms.loop.BOLoop`, the one :class:`algorithms.VaROptim
 What only a cell does (the noisy observations of a benchmark, the true scores of each
 recommendation, the theory recommendation, the rows, the checkpoints) is :class:`_CellRun`'s.
 
-The GP is the cell's profile (``spec.gp``, :data:`algorithms.gp.GP_PROFILES`; ``paper`` by default),
-the same for every algorithm; its fitted hyperparameters are stored in every row (``gp_*``).
+The GP is the cell's profile (``spec.gp``, :data:`algorithms.gp.GP_PROFILES`;
+:data:`algorithms.gp.DEFAULT_GP` by default), the same for every algorithm; its fitted
+hyperparameters are stored in every row (``gp_*``).
 
 The observation noise is drawn from its own stream of (problem, seed), one draw per observation in
 order (``noise_draws`` of them for a simulated problem, which maps them to its own variates), so
@@ -24,9 +25,9 @@ every algorithm of a seed sees the same noise sequence (common random numbers).
 
 Checkpoints: with ``on_checkpoint``, the cell hands out its whole state (rows so far, data,
 hyperparameters, the states of every random stream, the algorithm's state) as bytes after an
-iteration, at most every ``checkpoint_every_s`` seconds (default 5 s: every iteration of
-rho-KG^apx, a few per V-UCB cell); ``run_cell(spec, checkpoint=those bytes)`` resumes after that
-iteration and gives the same rows as an uninterrupted run (timings aside). Where the bytes are kept
+iteration, at most every ``checkpoint_every_s`` seconds (default 5 s: every iteration of a slow
+algorithm, a few per cell of a fast one); ``run_cell(spec, checkpoint=those bytes)`` resumes after
+that iteration and gives the same rows as an uninterrupted run (timings aside). Where the bytes are kept
 is the caller's business (the grid keeps them in its results store); run_cell does no I/O.
 
 The cell runs on one torch thread (and restores the caller's count after): torch sums a large

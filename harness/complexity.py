@@ -22,12 +22,12 @@ one row per timed call, with wall seconds and process CPU seconds, on one torch 
 * ``what = "evaluation"``: one evaluation of the method's acquisition function
   (:meth:`algorithms.Algorithm.acquisition_function`) on a fixed batch of
   ``evaluation_batch`` candidates (declared by the algorithm), after its per-iteration
-  setup: the fixed work the paper's formulas count once per evaluated candidate. Methods without
-  such a function (LNSO) have none.
+  setup: the fixed work a study's cost formulas count once per evaluated candidate. Methods without
+  such a function (``acquisition_function`` returns None) have none.
 
 The queries do not matter here and are not stored; the timings are the result. Which methods are
-timed, on which problem and at which options, is a study's (its ``complexity`` grid, built by
-:func:`complexity_cells`; the paper's: ``studies/nguyen2021/complexity.py``).
+timed, on which problem and at which options, is a study's (its complexity grid, built by
+:func:`complexity_cells`).
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ from problems.seeding import derive_seed, generator
 #: Options of a timing cell that set the state rather than the algorithm.
 STATE_OPTIONS = ("n_obs", "n_z", "repeats")
 DEFAULT_REPEATS = 5
-#: Candidates per timed evaluation of an acquisition function: the V-UCB family's raw-sample
-#: batches are hundreds of x; rho-KG^apx evaluates its candidates in chunks of 16 (a candidate's
-#: fantasy samples over S are |S| K M |Dz| numbers), here 4 to bound memory at |Dz| = 1024.
+#: Candidates per timed evaluation of an acquisition function: the algorithm's ``evaluation_batch``,
+#: e.g. hundreds of x for a method that scores raw samples, or a few (x, w) for one whose candidates
+#: carry fantasy samples (|S| K M |Dz| numbers each), to bound memory at |Dz| = 1024.
 
 
 class TimingSpecError(ValueError):
@@ -166,7 +166,7 @@ def _run(spec: CellSpec) -> CellResult:
         q = problem.d_x + problem.d_z if factory.candidates == "xz" else problem.d_x
         sobol = torch.quasirandom.SobolEngine(q, scramble=True, seed=derive_seed(fit_seed, "eval") % 2**31)
         X = sobol.draw(batch, dtype=torch.float64)
-        if q > problem.d_x and problem.z.is_discrete:  # rho-KG^apx's w: support points
+        if q > problem.d_x and problem.z.is_discrete:  # an (x, w) candidate's w: support points
             X[:, problem.d_x:] = problem.z.points[(X[:, -1] * problem.z.size).long().clamp(
                 max=problem.z.size - 1)]
         elif q > problem.d_x:  # in the support box

@@ -23,8 +23,8 @@ from problems.plugins import is_import_path
 _FIXED_S = 1.0
 #: The harness's own seconds an iteration on one of 2 busy cores (the GP update, the recommendation's
 #: regret against the true objective) where the problem does not build here; a problem declares its
-#: own (:attr:`problems.Problem.overhead_seconds`: random search's measured rate, whose proposals cost
-#: nothing).
+#: own (:attr:`problems.Problem.overhead_seconds`: the rate measured with an algorithm whose proposals
+#: cost nothing).
 _HARNESS_S = 0.05
 #: The size assumed for a problem that does not build here (its cells cannot run; a guess).
 _UNKNOWN_SIZE = ProblemSize(d_x=1, d_z=1, z_size=100, n_init=10, iterations=60)
@@ -85,8 +85,8 @@ def _calibration(spec: CellSpec, measured: Mapping[tuple, float]) -> float | Non
     """The geometric mean of measured / declared seconds an iteration over the finished cells of
     ``spec``'s algorithm on other problems (None if there are none): the declared cost model is off
     by a factor that depends more on the machine and the load than on the problem, so a grid that
-    has run an algorithm on one problem prices it better on the next (the cvar grid's botorch-risk
-    cells ran at 2.7-4.0 times their declared rate)."""
+    has run an algorithm on one problem prices it better on the next (one algorithm's cells of a
+    published grid ran at 2.7-4.0 times their declared rate)."""
     logs = [math.log(rate / declared_rate(_spec_of(spec, key)))
             for key, rate in measured.items() if key[1] == spec.algorithm and rate > 0]
     return math.exp(sum(logs) / len(logs)) if logs else None

@@ -1,7 +1,8 @@
-"""Grids as data: named grids (``smoke``, ``paper``) and user grid files, expanded into cell specs.
+"""Grids as data: named grids (the engine's ``smoke``, the studies' own) and user grid files, expanded
+into cell specs.
 
 A grid is a list of :class:`~harness.cell.CellSpec`. Its cells may name problems or algorithms that
-are not registered yet (the paper grid names every figure's cells from the start); such a cell is
+are not registered yet (a study's grid may name every figure's cells from the start); such a cell is
 "not available": it is listed, never silently dropped, and it runs once its problem and algorithm
 exist (same spec, same hash, so a finished cell is still recognised).
 
@@ -12,11 +13,11 @@ A grid file is TOML (see docs/how-to/own-study.md)::
     iterations = 20            # optional; default: each problem's
 
     [[cells]]
-    problems = ["branin-1-1-discrete"]
-    algorithms = ["vucb-prob", "vucb-unif"]
+    problems = ["PROBLEM"]
+    algorithms = ["ALGORITHM", "OTHER_ALGORITHM"]
     alpha = 0.05               # or "below-min-mass" (half the smallest mass of a discrete Z)
     iterations = 10            # per-block overrides of seeds / iterations
-    options = { beta = "authors" }   # a list, beta = ["paper", "authors"], is one cell per value
+    options = { NAME = "VALUE" }   # algorithm options; a list, NAME = ["A", "B"], is one cell per value
 
 Options are checked against each algorithm's declaration (:mod:`algorithms.options`) before anything
 runs; lists expand as :func:`~harness.grid_values.option_sets` says.

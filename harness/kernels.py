@@ -24,7 +24,7 @@ worker through its runtime environment).
   ``rsqrtps``) give each vendor's own bits. Emulators show it: ``qemu-x86_64``, which computes those
   instructions exactly where Intel's hardware approximates them, gave torch's float64 ``sqrt``
   (MKL's vector math: its bits follow MKL's settings, not torch's) other bits in 57 of 4099 values,
-  and a suite cell parted at iteration 37; so an emulated CPU does not stand in for a second host.
+  and a published cell parted at iteration 37; so an emulated CPU does not stand in for a second host.
 
 This module does not import numpy or torch at import time.
 """

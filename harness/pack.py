@@ -2,8 +2,8 @@
 algorithm and kind of cell, :mod:`harness.packed`), or ``--unpack`` it (one file per cell again, to
 resume a grid into it).
 
-    python -m harness.pack docs/reproduction/paper            # pack
-    python -m harness.pack docs/reproduction/paper --unpack   # unpack
+    python -m harness.pack FOLDER              # pack
+    python -m harness.pack FOLDER --unpack     # unpack
 
 Packing reads every cell file (a damaged one is an error: nothing is packed), writes each pack
 whole or not at all, reads every cell back from its pack and checks its rows against the checksum

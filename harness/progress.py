@@ -29,8 +29,8 @@ class Eta:
     iterations still to run when they are known, else its cost less the time it has been running.
     The total is shared by the CPUs that still have work, and never shorter than the longest cell
     left. Unlike elapsed / done x remaining it does not grow while a long cell runs and none
-    finishes. Iterations are taken as equal work (a rho-KG^apx iteration grows with the data, so its
-    first ones cost less than the last: the estimate leans optimistic early in such cells).
+    finishes. Iterations are taken as equal work (where an algorithm's iteration grows with the data,
+    its first ones cost less than the last: the estimate leans optimistic early in such cells).
     """
 
     def __init__(self, costs: dict[CellSpec, float]) -> None:
@@ -94,7 +94,7 @@ class Eta:
 
 
 def progress_text(spec: CellSpec, iteration: int | None, iterations: int) -> str:
-    """``robot-push-3-2/rhokg-apx/seed0 it 10/100`` (``it ?/100`` before its first report): short,
+    """``PROBLEM/ALGORITHM/seed0 it 10/100`` (``it ?/100`` before its first report): short,
     for the progress line (``harness.status`` gives each cell's full label, options included)."""
     done = "?" if iteration is None else iteration
     return f"{spec.problem}/{spec.algorithm}/seed{spec.seed} it {done}/{iterations}"

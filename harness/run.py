@@ -2,11 +2,11 @@
 
 One cell, without Ray:
 
-    python -m harness.run --problem branin-1-1-discrete --algorithm vucb-prob --seed 0 --out results/demo
+    python -m harness.run --problem PROBLEM --algorithm ALGORITHM --seed 0 --out results/demo
 
 A grid, on Ray (see :mod:`harness.grid_cli` and docs/reference/grids.md):
 
-    python -m harness.run --grid paper [--out DIR] [--seeds N] [--iterations T] [--only PATTERN]
+    python -m harness.run --grid NAME [--out DIR] [--seeds N] [--iterations T] [--only PATTERN]
         [--address ADDR] [--num-cpus N] [--dry-run [--verbose]] [--retry-failed] [--force]
 
 What exists, running nothing: ``--list`` (the named grids, the algorithms and their options),
@@ -97,7 +97,7 @@ class _HelpFormatter(argparse.HelpFormatter):
         super().__init__(prog, max_help_position=HELP_COLUMN, width=min(80, catalog_width()) - 2)
         self._action_max_length = HELP_COLUMN  # the column is min(this + 2, max_help_position)
 
-    def _split_lines(self, text: str, width: int) -> list[str]:  # names like robot-push-3-2 stay whole
+    def _split_lines(self, text: str, width: int) -> list[str]:  # hyphenated names stay whole
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 

@@ -29,7 +29,8 @@ class CellSpec:
         kind: ``"bo"`` (a BO run, :func:`run_cell`) or ``"timing"`` (a timing cell of the
             complexity study, :func:`harness.complexity.run_timing_cell`; its options also hold
             the controlled state).
-        gp: the GP profile (:data:`algorithms.gp.GP_PROFILES`), ``"paper"`` by default.
+        gp: the GP profile (:data:`algorithms.gp.GP_PROFILES`), :data:`algorithms.gp.DEFAULT_GP` by
+            default.
         risk: the risk measure the cell optimizes and is scored on (:data:`RISKS`), ``"var"`` by
             default.
     """

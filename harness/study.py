@@ -8,8 +8,7 @@ through this module only and names none of their problems, algorithms or claims.
 
 A study is found by import path ``MODULE:ATTR`` (like a plug-in problem or algorithm) or by name
 among the installed studies: the ``varbo.studies`` entry points of the installed distributions
-(this project's own, ``nguyen2021``, is one; a user's package adds its own in its
-``pyproject.toml``)::
+(this project's own studies are among them; a user's package adds its own in its ``pyproject.toml``)::
 
     [project.entry-points."varbo.studies"]
     mine = "my_package.study:STUDY"
@@ -95,7 +94,7 @@ class Figure:
     """A figure of a study: panels of log10 regret against the iteration, one per problem.
 
     Attributes:
-        name: the file stem (``fig3_discrete``).
+        name: the file stem (``fig_discrete``).
         title: the figure's title.
         problems: one panel per problem, in this order (row by row).
         shape: (rows, columns) of panels.
@@ -118,7 +117,7 @@ class Figure:
 
 @dataclass(frozen=True)
 class Claim:
-    """A claim of a study: an id (``C1``), the statement in words, and its comparisons. Its
+    """A claim of a study: an id (``M1``), the statement in words, and its comparisons. Its
     verdict is reproduced when every sub-claim is (see :func:`analysis.claims.overall`)."""
 
     id: str
@@ -250,33 +249,33 @@ def study_from_toml(path: Path, check: bool = True) -> Study:
     """A study written as a TOML file::
 
         name = "mine"
-        description = "my method against V-UCB"
-        baseline = "random"                      # optional: the aggregate view's baseline
+        description = "my method against ALGORITHM"
+        baseline = "BASELINE"                    # optional: the aggregate view's baseline
         across_problems = true                   # optional: profiles, ranks, cost against quality
-        reduced_effort = ["rhokg-apx"]           # optional: run at its declared reduced effort
-        [problem_options."branin-1-1-discrete"]  # optional: options the grid sets on one problem,
-        "rhokg-apx" = { num_fantasies = 10 }     # part of the default configuration there
+        reduced_effort = ["ALGORITHM"]           # optional: run at its declared reduced effort
+        [problem_options."PROBLEM"]              # optional: options the grid sets on one problem,
+        "ALGORITHM" = { NAME = 10 }              # part of the default configuration there
 
         [grids.mine]                             # any number of grids, each a grid file's keys
         seeds = [0, 1, 2]
         iterations = 30
         [[grids.mine.cells]]
-        problems = ["branin-1-1-discrete"]
-        algorithms = ["vucb-prob", "random", "my_package.algo:Mine"]
+        problems = ["PROBLEM"]
+        algorithms = ["ALGORITHM", "BASELINE", "my_package.algo:Mine"]
 
         [[claims]]
         id = "M1"
-        statement = "my method beats V-UCB Prob on Branin"
-        comparisons = [{ kind = "beats", problems = ["branin-1-1-discrete"],
-                         a = "my_package.algo:Mine", b = "vucb-prob" }]   # target = "cvar": CVaR regret
+        statement = "my method beats ALGORITHM on PROBLEM"
+        comparisons = [{ kind = "beats", problems = ["PROBLEM"],
+                         a = "my_package.algo:Mine", b = "ALGORITHM" }]   # target = "cvar": CVaR regret
 
         [[figures]]                              # optional; panels of no figure go to "other"
         name = "fig_mine"
-        title = "Branin, discrete Z"
-        problems = ["branin-1-1-discrete"]
+        title = "PROBLEM: my method against ALGORITHM"
+        problems = ["PROBLEM"]
         shape = [1, 1]
         target = "var"
-        series = ["vucb-prob", "my_package.algo:Mine"]
+        series = ["ALGORITHM", "my_package.algo:Mine"]
 
     ``kind`` is one of :data:`KINDS`; a comparison's optional ``target`` names the risk measure whose
     regret it compares (``var`` by default); ``problems`` may be empty for ``cheaper`` (every problem where

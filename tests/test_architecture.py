@@ -103,7 +103,7 @@ def _string_constants(tree: ast.AST) -> list[ast.Constant]:
 def test_the_engine_names_no_problem_algorithm_or_claim_of_a_study() -> None:
     """harness/ and analysis/ name no registered problem, no registered algorithm and no claim id
     (C1, C2, ...) in code: those are a study's (studies/), which the engine receives as data.
-    Docstrings and comments may use them as examples."""
+    Nor in docstrings, comments and messages: :func:`test_the_engine_never_names_a_study_in_words`."""
     import re
 
     from algorithms import ALGORITHMS
@@ -117,6 +117,66 @@ def test_the_engine_names_no_problem_algorithm_or_claim_of_a_study() -> None:
                 if node.value in names or re.fullmatch(r"C[0-9]+", node.value):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
     assert not found, "the engine names a study's problems, algorithms or claims:\n" + "\n".join(found)
+
+
+#: Registered names that are also ordinary words the engine uses in their ordinary sense ("common
+#: random numbers", ``np.random``, "drawn at random"): such a name counts only where it is quoted as a
+#: name ("random", 'random', ``random``).
+ORDINARY_WORDS = {"random"}
+
+
+def _study_words() -> tuple[set[str], set[str]]:
+    """(names, claim ids) of the studies, from the registries and the installed studies: the name of
+    every installed study (its entry point's and its own), of every registered problem and
+    algorithm; the id of every claim of an installed study."""
+    from algorithms import ALGORITHMS
+    from harness.study import installed_studies, load_study
+    from problems import PROBLEMS
+
+    installed = installed_studies()
+    studies = [load_study(name) for name in installed]
+    names = set(installed) | {study.name for study in studies} | set(PROBLEMS) | set(ALGORITHMS)
+    claims = {claim.id for study in studies for claim in study.claims}
+    assert studies and claims and PROBLEMS and ALGORITHMS, "no study, claim, problem or algorithm found"
+    return names, claims
+
+
+def test_the_engine_never_names_a_study_in_words() -> None:
+    """The engine never names a study's problems, algorithms or claims, nor the word "paper": no file
+    under harness/ or analysis/ holds, anywhere (code, docstrings, comments, messages, report prose),
+
+    * "paper", case-insensitive, also inside a longer word (``paper_exponent``);
+    * an installed study's name, a registered problem's or algorithm's, case-insensitive, as a whole
+      word (no letter, digit, ``_`` or ``-`` on either side: ``vucb-prob`` is not in
+      ``my-vucb-prob-x``), except :data:`ORDINARY_WORDS`, which count only quoted;
+    * a claim id of an installed study, as the study spells it (case-sensitive: lower-case ``c1`` and
+      ``s3`` are other tokens, a CPU-clock reading and the ``s3://`` URI scheme) and as a whole word
+      (``C1-C8`` names two).
+
+    Examples in the engine's docstrings and help use placeholders (``--problem PROBLEM``)."""
+    import re
+
+    names, claims = _study_words()
+    assert not ORDINARY_WORDS - names, f"stale exceptions, no longer a name: {sorted(ORDINARY_WORDS - names)}"
+
+    def alternatives(words: set[str]) -> str:
+        return "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+
+    checks = [re.compile("paper", re.IGNORECASE),
+              re.compile(rf"(?<![\w-])(?:{alternatives(names - ORDINARY_WORDS)})(?![\w-])", re.IGNORECASE),
+              re.compile(rf"(``|\"|')(?:{alternatives(ORDINARY_WORDS)})\1", re.IGNORECASE),
+              re.compile(rf"(?<!\w)(?:{alternatives(claims)})(?!\w)")]
+    found = []
+    for package in ("harness", "analysis"):
+        for path in sorted((ROOT / package).rglob("*")):
+            if not path.is_file() or "__pycache__" in path.parts:
+                continue
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                words = [match.group(0) for check in checks for match in check.finditer(line)]
+                if words:
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {', '.join(words)}: {line.strip()}")
+    assert not found, ("the engine names a study, its problems, algorithms or claims, or 'paper' "
+                       "(reword, or use a placeholder such as PROBLEM):\n" + "\n".join(found))
 
 
 def test_the_checkpoint_keepers_module_loads_nothing_heavy() -> None:

@@ -86,4 +86,4 @@ COMPLEXITY = Complexity(
     formulas=PAPER_FORMULAS, exponents=PAPER_EXPONENTS, labels=LABELS,
     note="For a discrete Z the candidates of an evaluation are 256 x for the V-UCB family and "
          "StableOpt, 4 (x, w) for rho-KG^apx; rho-KG^apx is timed at a reduced search effort "
-         "(a constant factor). 'formula_slope' and 'paper_exponent' are the paper's (Section 3.2).")
+         "(a constant factor). 'formula_slope' and 'formula_exponent' are the paper's (Section 3.2).")

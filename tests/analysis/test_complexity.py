@@ -57,14 +57,14 @@ def test_the_table_compares_with_the_paper() -> None:
     ])
     table = slope_table(frame, complexity=COMPLEXITY).set_index("method")
     assert table.loc["vucb-prob", "slope"] == pytest.approx(0.8)
-    assert table.loc["vucb-prob", "paper_exponent"] == PAPER_EXPONENTS[("vucb-prob", "Dz")][0] == 1.0
-    assert bool(table.loc["vucb-prob", "within_paper"]) is True
-    assert bool(table.loc["rhokg-apx", "within_paper"]) is False  # 3.4 exceeds the predicted 3
+    assert table.loc["vucb-prob", "formula_exponent"] == PAPER_EXPONENTS[("vucb-prob", "Dz")][0] == 1.0
+    assert bool(table.loc["vucb-prob", "within_formula"]) is True
+    assert bool(table.loc["rhokg-apx", "within_formula"]) is False  # 3.4 exceeds the predicted 3
     # without a study's formulas: the fit alone
     bare = slope_table(frame).set_index("method")
     assert bare.loc["vucb-prob", "slope"] == pytest.approx(0.8)
-    assert bare[["formula_slope", "paper_exponent"]].isna().all().all()
-    assert bare["within_paper"].isna().all() and (bare["paper_term"] == "").all()
+    assert bare[["formula_slope", "formula_exponent"]].isna().all().all()
+    assert bare["within_formula"].isna().all() and (bare["formula_term"] == "").all()
 
 
 def test_formula_slopes_follow_the_regime_of_the_paper_formulas() -> None:
