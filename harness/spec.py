@@ -8,7 +8,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from algorithms.gp import DEFAULT_GP, gp_profile
-from problems.measures import RISKS
+from problems.measures import DEFAULT_RISK, RISKS
 
 #: What a cell can be: a BO run, or a timing cell of the complexity study.
 CELL_KINDS = ("bo", "timing")
@@ -43,7 +43,7 @@ class CellSpec:
     options: tuple[tuple[str, object], ...] = field(default_factory=tuple)
     kind: str = "bo"
     gp: str = DEFAULT_GP
-    risk: str = "var"
+    risk: str = DEFAULT_RISK
 
     def to_dict(self) -> dict:
         """The spec as plain data; ``kind`` only when it is not ``"bo"``, ``gp`` and ``risk`` only
@@ -54,7 +54,7 @@ class CellSpec:
             del data["kind"]
         if self.gp == DEFAULT_GP:
             del data["gp"]
-        if self.risk == "var":
+        if self.risk == DEFAULT_RISK:
             del data["risk"]
         return data
 
@@ -65,7 +65,7 @@ class CellSpec:
     @staticmethod
     def make(problem: str, algorithm: str, seed: int, iterations: int | None = None,
              alpha: float | None = None, options: dict | None = None, kind: str = "bo",
-             gp: str = DEFAULT_GP, risk: str = "var") -> CellSpec:
+             gp: str = DEFAULT_GP, risk: str = DEFAULT_RISK) -> CellSpec:
         if kind not in CELL_KINDS:
             raise ValueError(f"unknown cell kind {kind!r}; valid: {', '.join(CELL_KINDS)}")
         if risk not in RISKS:
