@@ -68,7 +68,8 @@ class Recommendation:
 
 
 class Algorithm(ABC):
-    """Base class. Subclasses set ``name`` and implement :meth:`propose` and :meth:`recommend`.
+    """Base class. Subclasses set ``name``, declare their ``source`` and ``deviations``, and implement
+    :meth:`propose` and :meth:`recommend`.
 
     Args:
         problem: the problem (its Z, alpha and dimensions are all an algorithm may use; never f).
@@ -110,6 +111,14 @@ class Algorithm(ABC):
     #: of the run's own (:func:`algorithms.loop.z_blind_draw`), the initial design's included, and
     #: every evaluation counts against the budget as any other.
     chooses_z: ClassVar[bool] = True
+    #: Where the method comes from, one line: the repository (with its commit where known) and
+    #: file(s), and the paper. The study pages' table of sources shows it (``analysis/sources.py``);
+    #: "" declares nothing, which the table says.
+    source: ClassVar[str] = ""
+    #: Every way this implementation differs from its source, one short sentence each, naming the
+    #: option that reproduces the source where there is one; empty only where there is none. A
+    #: variant class may extend its parent's tuple.
+    deviations: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:

@@ -87,9 +87,11 @@ from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, Recommendation, positive_int
 from algorithms.cost import ProblemSize
+from algorithms.gp import CELL_GP
 from algorithms.oneshot_fused import (
     ENGINES,
     GRADIENTS,
+    ONE_SHOT_DEVIATIONS,
     FusedOneShotKG,
     SampleMeasure,
     fused_initial_conditions,
@@ -105,6 +107,13 @@ RECOMMENDATIONS = ("observed", "tutorial")
 
 #: BoTorch's risk measure for each of ours it optimizes (what the class declares it optimizes).
 BOTORCH_MEASURES = {"var": VaR, "cvar": CVaR, "mean": Expectation}
+
+#: Where the one-shot KGs come from (``rhokg-oneshot`` too), and how their model differs from it.
+TUTORIAL = ("BoTorch's tutorial \"Risk averse Bayesian optimization with environmental variables\" "
+            "(`pytorch/botorch`, `tutorials/risk_averse_bo_with_environmental_variables`), on BoTorch "
+            '0.18.1: the one-shot rho-KG of Cakmak, Astudillo, Frazier & Zhou, "Bayesian Optimization of '
+            'Risk Measures", NeurIPS 2020')
+TUTORIAL_MODEL = f"{CELL_GP}, copied behind `AppendFeatures`, where the tutorial fits its own."
 
 
 def systematic_counts(masses: Tensor, n: int, offset: float) -> Tensor:
@@ -202,6 +211,19 @@ class BotorchRisk(Algorithm):
 
     name = "botorch-risk"
     risks = frozenset(BOTORCH_MEASURES)
+    source = TUTORIAL
+    deviations = (
+        TUTORIAL_MODEL,
+        "BoTorch's level is matched so that its order statistic is VaR_alpha's, k = ceil(N alpha) of N "
+        "values (`level=\"naive\"` passes 1 - alpha, as the tutorial's convention reads).",
+        "The w set is `n_w` = 50 fresh draws of Z an iteration (the tutorial's 16), by Sobol on a "
+        "continuous Z.",
+        "A discrete Z enters by systematic draws from its masses (the tutorial's W is drawn by Sobol), the "
+        "query's z being the support point of largest one-shot value.",
+        "The recommendation is the shared rule (`recommendation=\"tutorial\"`: the tutorial's "
+        "`qSimpleRegret` over all x, on `n_w_rec` = 200 draws of Z, the tutorial's 128).",
+        *ONE_SHOT_DEVIATIONS,
+    )
     candidates = "xz"
     evaluation_batch = 8
 

@@ -54,10 +54,10 @@ from torch import Tensor
 
 from algorithms.base import Proposal, positive_int
 from algorithms.cost import ProblemSize
-from algorithms.cvucb import CVUCB
+from algorithms.cvucb import AUTHORS_GP, CONTINUOUS_DRAWS, CVAR_PAPER, CVUCB
 from algorithms.options import Option
 from algorithms.search import maximize_x
-from algorithms.vucb_common import search_seconds
+from algorithms.vucb_common import FIRST_TIE, search_seconds
 from problems import Problem
 from problems.risk import weighted_cvar
 from problems.seeding import derive_seed
@@ -102,6 +102,22 @@ class CVTS(CVUCB):
     """
 
     name = "cvts"
+    source = (f"{CVAR_PAPER} (CV-TS); the authors' code `qphong/BayesOpt-LV` (MIT), commit b852a94, "
+              "`run_cvar_TS_discrete.py`, `optfunc.py`")
+    deviations = (
+        "Paths come from BoTorch's pathwise sampler (`n_features` = 1024 random Fourier features, Matheron's "
+        "update), the source's from random-feature models (`--nfeature` 100, 200 in its script).",
+        "Paths are independent at every batch, where the released code reuses the same random draws all run "
+        "(TensorFlow variables initialized once): `paths=\"released\"`.",
+        "K = `batch` = 1 path a model by default (the script's `--nthompsonsample` is 3, its Branin "
+        "script's 1), the K queries evaluated one an iteration.",
+        "beta_t (for z's lacing value) is V-UCB's schedule, where the source's `--beta` multiplies sigma "
+        "(1.5 by default, 3 in its scripts: `beta=\"authors\"`).",
+        FIRST_TIE,
+        "No redraw when no lacing value is found (the source's loop): the set is never empty (the V-UCB "
+        "paper's Theorem 1), and an empty one raises.",
+        CONTINUOUS_DRAWS, AUTHORS_GP,
+    )
     options: ClassVar[tuple[Option, ...]] = (
         *CVUCB.options,
         Option("batch", int, 1, "K, the sample paths drawn at once, and so the queries chosen from one "

@@ -39,10 +39,11 @@ from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, positive_int
 from algorithms.cost import ProblemSize
-from algorithms.gp import PosteriorMarginals
+from algorithms.gp import CELL_GP, PosteriorMarginals
 from algorithms.options import Option
 from algorithms.search import maximize_x
 from algorithms.vucb_common import (
+    FIRST_TIE,
     LacingValueError,
     beta_option,
     beta_schedule,
@@ -57,6 +58,13 @@ from problems.risk import CUMULATIVE_MASS_TOL, weighted_cvar
 from problems.seeding import derive_seed
 
 LV_RULES = ("prob", "unif")
+#: The CV-UCB paper, and the deviations CV-TS shares (:attr:`algorithms.base.Algorithm.deviations`).
+CVAR_PAPER = ('Nguyen, Dai, Low & Jaillet, "Optimizing Conditional Value-At-Risk of Black-Box Functions", '
+              "NeurIPS 2021")
+AUTHORS_GP = f"{CELL_GP}: the authors' code's (Matern-5/2, no standardization) is `--gp authors`."
+CONTINUOUS_DRAWS = ("A continuous Z, which the source's code does not handle, is `n_samples` = 256 "
+                    "quasi-random draws an iteration, of mass 1/N each, the lacing value the one of largest "
+                    "density.")
 
 
 def var_at_levels(values: Tensor, masses: Tensor, levels: Tensor) -> Tensor:
@@ -109,6 +117,16 @@ class CVUCB(Algorithm):
 
     name = "cvucb"
     risks = frozenset({"cvar"})
+    source = (f"{CVAR_PAPER} (CV-UCB); the authors' code `qphong/BayesOpt-LV` (MIT), commit b852a94, "
+              "`cvaropt_discrete.py`, `run_cvar_UCB_discrete.py`")
+    deviations = (
+        AUTHORS_GP,
+        "beta_t is V-UCB's schedule, 2 log(t^2 pi^2 / 0.6), where the authors' script multiplies sigma by "
+        "a constant `--beta 3.0` (`beta=\"authors\"`).",
+        "x_t comes from scrambled Sobol scoring and L-BFGS-B, exact over the support, where the authors' "
+        "script takes `--ntrain` (1000) TensorFlow gradient steps in x.",
+        FIRST_TIE, CONTINUOUS_DRAWS,
+    )
     z_sample_options = ("n_samples",)
 
     @classmethod

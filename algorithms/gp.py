@@ -116,7 +116,7 @@ DEFAULT_GP = "paper"
 #: How a method's model differs from its source's, whatever the method: the start of the sentence a
 #: method declares among its deviations (:attr:`algorithms.base.Algorithm.deviations`), which then
 #: says what its source's model is and which profile gives it.
-CELL_GP = ("The GP is the cell's, shared by every method (`--gp`; default `paper`: SE-ARD kernel, constant "
+CELL_GP = ("The GP is the cell's, shared by every method (`--gp`, default `paper`: SE-ARD kernel, constant "
            "mean, standardized outcomes, maximum likelihood every 3 iterations)")
 
 

@@ -63,6 +63,16 @@ from problems.measures import RiskMeasure
 GRADIENTS = ("exact", "released")
 #: The two ways to compute the one-shot KG: BoTorch's fantasy models, or this module.
 ENGINES = ("botorch", "fused")
+#: How the one-shot KGs may depart from BoTorch's computation, by option (their deviations:
+#: :attr:`algorithms.base.Algorithm.deviations`; the module docstring has the details).
+ONE_SHOT_DEVIATIONS = (
+    "`engine=\"fused\"` (default `botorch`) computes the same one-shot KG in closed form, a fantasy as a "
+    "rank-one update without fantasy models: values and gradients BoTorch's to rounding, several times "
+    "faster.",
+    "`gradient=\"exact\"` (default `released`, BoTorch's) optimizes with the value's own gradient: BoTorch "
+    "0.18.1 with GPyTorch 1.15.2 detaches the fantasy model's covariance cache, so the gradient in the query "
+    "misses part of the value's.",
+)
 
 
 class PosteriorFactors:

@@ -119,6 +119,20 @@ class RAHBO(Algorithm):
     name = "rahbo"
     chooses_z = False
     risks = frozenset(RISKS)
+    source = ('Makarova, Usmanova, Bogunovic & Krause, "Risk-averse Heteroscedastic Bayesian Optimization", '
+              "NeurIPS 2021; `Avidereta/risk-averse-hetero-bo` (MIT): `rahbo/acquisition/acquisition.py` "
+              "`RiskAverseUpperConfidenceBound`, `rahbo/optimization/bo_step.py`, "
+              "`runner_files/start_experiment.py`, `runner_files/configs/branin/branin_rahbo.yaml`")
+    deviations = (
+        "Run z-blind on (x, z) problems: the loop draws each evaluation's z from Z, so the spread of "
+        "f(x, Z) is the heteroscedastic noise, and each of an x's k = 10 evaluations is one iteration.",
+        "The mean GP's noise at a site of n evaluations is s^2 / n, where the released code passes s^2 "
+        "itself: `mean_noise=\"released\"`.",
+        "It starts from the cell's shared initial design, one evaluation each, where the source starts from "
+        "2 x evaluated k times each.",
+        "The recommendation is the shared rule on the cell's risk measure (`recommendation=\"own\"`: the "
+        "site of best mu - gamma mu_v, RAHBO's own estimate).",
+    )
 
     options: ClassVar[tuple[Option, ...]] = (
         Option("repeats", int, 10, "k, the evaluations of each chosen x, one an iteration (the "

@@ -23,6 +23,9 @@ class RandomSearch(Algorithm):
     the risk measure (argmax over the queried x of the risk measure of mu_{t-1}(x, Z))."""
 
     name = "random"
+    source = ("This project's floor, beyond the paper: x uniform, z drawn from Z, and the recommendation "
+              "rule of the V-UCB paper's experiments (the queried x of best risk measure of the posterior "
+              "mean)")
     risks = frozenset({"var", "cvar", "mean"})
 
     @classmethod

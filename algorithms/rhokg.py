@@ -63,8 +63,7 @@ from problems.seeding import derive_seed, generator
 
 #: The public names; ``FastRhoKG``, ``RhoKGAcquisition``, ``WSet`` and ``Measure`` live in
 #: :mod:`algorithms.rhokg_estimator` and :mod:`algorithms.rhokg_acquisition` and are re-exported.
-__all__ = ["ACQ_WEIGHTS", "COMMON_DEVIATIONS", "CVAR_FORMULAS", "METHOD_DEVIATIONS", "REFINE",
-           "RELEASED_MEASURES", "RHOKG_CONVERGED", "SOURCE",
+__all__ = ["ACQ_WEIGHTS", "CVAR_FORMULAS", "REFINE", "RELEASED_MEASURES", "RHOKG_CONVERGED",
            "RHOKG_EVALUATION_S", "RHOKG_FIXED_S", "TTS_RESET", "FastRhoKG", "Measure", "RhoKGAcquisition",
            "RhoKGApx", "RhoKGApxReleased", "WSet", "borisk_cvar_equal", "borisk_cvar_weighted", "measures",
            "rhokg_evaluations"]
@@ -124,7 +123,7 @@ SOURCE = ("`saitcakmak/BoRisk` (no license stated; read only), `BoRisk/acquisiti
           'Cakmak, Astudillo, Frazier & Zhou, "Bayesian Optimization of Risk Measures", NeurIPS 2020')
 #: How both classes differ from BoRisk's code, whichever behaviours run (see the module docstring).
 COMMON_DEVIATIONS = (
-    f"{CELL_GP}; BoRisk's (Matern-5/2 with Gamma priors, refit every iteration) is `--gp borisk`.",
+    f"{CELL_GP}: BoRisk's (Matern-5/2 with Gamma priors, refit every iteration) is `--gp borisk`.",
     "The estimates are batched on the fantasy models' one shared posterior covariance (a rank-one update) "
     "and agree to rounding with a per-candidate port on BoTorch's `condition_on_observations`.",
     "The Cholesky jitter is a fixed 1e-8 of the mean variance, not GPyTorch's jitter added on failure.",
@@ -134,12 +133,13 @@ COMMON_DEVIATIONS = (
 METHOD_DEVIATIONS = (
     "The acquisition's inner VaR weighs W by the masses of Z, which BoRisk's released code ignores "
     "(`AbsKG.__init__` tests `kwargs.get(\"weights\")`): `acq_weights=\"uniform\"`.",
-    "The second phase refines the best tenth of the first phase's solutions; BoRisk's `optimize_outer` "
-    "refines the worst tenth: `refine=\"worst\"`.",
-    "The two-time-scale memory is reset before every batch of restarts; BoRisk resets it once a phase: "
-    "`tts_reset=\"iteration\"`.",
-    "CVaR is the lower-tail mean in every estimate; BoRisk's `InnerRho(CVaR=True)` averages an equal-weight "
-    "count in the acquisition and whole VaR atoms in the current best: `cvar_formula=\"released\"`.",
+    "The second phase refines the best tenth of the first phase's solutions, where BoRisk's "
+    "`optimize_outer` refines the worst tenth: `refine=\"worst\"`.",
+    "The two-time-scale memory is reset before every batch of restarts, where BoRisk resets it once a "
+    "phase: `tts_reset=\"iteration\"`.",
+    "CVaR is the lower-tail mean in every estimate, where BoRisk's `InnerRho(CVaR=True)` averages an "
+    "equal-weight count in the acquisition and whole VaR atoms in the current best: "
+    "`cvar_formula=\"released\"`.",
 )
 
 

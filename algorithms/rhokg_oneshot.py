@@ -41,9 +41,9 @@ from botorch.acquisition.risk_measures import RiskMeasureMCObjective
 from torch import Tensor
 
 from algorithms.base import positive_int
-from algorithms.botorch_risk import BOTORCH_MEASURES, BotorchRisk
+from algorithms.botorch_risk import BOTORCH_MEASURES, TUTORIAL, TUTORIAL_MODEL, BotorchRisk
 from algorithms.cost import ProblemSize
-from algorithms.oneshot_fused import SampleMeasure
+from algorithms.oneshot_fused import ONE_SHOT_DEVIATIONS, SampleMeasure
 from algorithms.options import Option
 from problems import DiscreteZ, Problem
 from problems.measures import RiskMeasure, risk_measure
@@ -92,6 +92,18 @@ class RhoKGOneShot(BotorchRisk):
     """
 
     name = "rhokg-oneshot"
+    source = f"{TUTORIAL}; with this project's weighted risk measures"
+    #: Its own, not ``botorch-risk``'s: it takes neither BoTorch's levels nor the tutorial's recommendation.
+    deviations = (
+        TUTORIAL_MODEL,
+        "A discrete Z's w set is its whole support, under this project's weighted VaR, CVaR or mean of each "
+        "posterior sample (BoTorch's weigh values equally), the query's z being the support point of largest "
+        "one-shot value.",
+        "A continuous Z's w set is `n_w` = 50 fresh scrambled Sobol draws an iteration, of mass 1/n_w each "
+        "(the tutorial's 16).",
+        "The recommendation is the shared rule, not the tutorial's `qSimpleRegret` over all x.",
+        *ONE_SHOT_DEVIATIONS,
+    )
 
     options: ClassVar[tuple[Option, ...]] = (
         *(_MEANINGS.get(o.name, o) for o in BotorchRisk.options if o.name not in _NOT_HERE),

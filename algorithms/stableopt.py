@@ -17,10 +17,11 @@ from torch import Tensor
 
 from algorithms.base import Algorithm, Proposal, Recommendation
 from algorithms.cost import ProblemSize
-from algorithms.gp import PosteriorMarginals
+from algorithms.gp import CELL_GP, PosteriorMarginals
 from algorithms.options import Option
 from algorithms.search import maximize_x
 from algorithms.vucb_common import (
+    VUCB_PAPER,
     beta_option,
     beta_schedule,
     check_search_options,
@@ -37,6 +38,17 @@ class StableOpt(Algorithm):
     searches coincide."""
 
     name = "stableopt"
+    source = ('Bogunovic, Scarlett, Jegelka & Cevher, "Adversarially Robust Optimization with Gaussian '
+              f'Processes", NeurIPS 2018, as the alpha -> 0 limit of V-UCB in {VUCB_PAPER} (Corollary 2); no '
+              "code read (the re-implementation `fraunhofer-iais/Robust-Entropy-Search` is AGPL-3.0)")
+    deviations = (
+        "Run in the V-UCB paper's form, on a discrete Z only: x_t = argmax_x min_z u(x, z) and z_t = "
+        "argmin_z l(x_t, z) over the support of Z.",
+        "beta_t and the x search are V-UCB's (2 log(t^2 pi^2 / 0.6), scrambled Sobol scoring and L-BFGS-B) "
+        "and exact ties of z_t are broken from V-UCB Unif's random stream, so that V-UCB below the "
+        "smallest mass picks the same queries.",
+        f"{CELL_GP}.",
+    )
     z_kinds = frozenset({"discrete"})
     target = "worst_case"  # max_x min_z f(x, z)
 

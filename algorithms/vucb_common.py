@@ -17,7 +17,7 @@ from botorch.models import SingleTaskGP
 from torch import Tensor
 
 from algorithms.base import positive_float, positive_int
-from algorithms.gp import PosteriorMarginals, beta_paper
+from algorithms.gp import CELL_GP, PosteriorMarginals, beta_paper
 from algorithms.options import Option
 from algorithms.search import maximize_x
 from problems import DiscreteZ, Problem
@@ -58,6 +58,25 @@ BETA_SCHEDULES = ("paper", "authors")
 BETA_MEANING = ("the confidence bounds' width beta_t (bounds mu +- beta_t^(1/2) sigma): ``\"paper\"``, "
                 "2 log(t^2 pi^2 / 0.6); ``\"authors\"``, 9 (their code's beta^(1/2) = 3); or a positive "
                 "constant.")
+
+
+#: The V-UCB paper, as the family's sources cite it.
+VUCB_PAPER = 'Nguyen, Dai, Low & Jaillet, "Value-at-Risk Optimization with Gaussian Processes", ICML 2021'
+#: V-UCB's deviations from the paper and the authors' code (:attr:`algorithms.base.Algorithm.deviations`;
+#: docs/conventions.md section 5), one sentence each, written once: its sample average shares the GP's
+#: and beta's, CV-UCB and CV-TS the tie rule.
+VUCB_GP = (f"{CELL_GP}: the paper's has a zero mean, and the authors' code's Matern-5/2 model is "
+           "`--gp authors`.")
+VUCB_BETA = ("beta_t is the paper's 2 log(t^2 pi^2 / 0.6), where the authors' code uses a constant "
+             "beta^(1/2) = 3 on a discrete Z (`beta=\"authors\"`) and beta_t without the square root on a "
+             "continuous one (no option).")
+FINITE_SEARCH = ("On a discrete Z, x_t comes from scrambled Sobol scoring and L-BFGS-B through the exact "
+                 "weighted quantile (`n_raw`, `n_restarts`, `maxiter`), where the authors' code takes 2000 "
+                 "Adam steps at lr 1e-3 from 50 grid starts.")
+VAR_RULE = ("The weighted VaR is the first sorted value whose cumulative mass reaches alpha (>= alpha, "
+            "within 1e-12), where the authors' code uses > alpha (the two agree on the paper's grids).")
+FIRST_TIE = ("Ties among lacing values of equal mass are broken at random, where the authors' scripts take "
+             "the first (`--shuffletie 0`).")
 
 
 def beta_option(meaning: str = BETA_MEANING) -> Option:

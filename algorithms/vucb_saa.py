@@ -23,6 +23,9 @@ from algorithms.cost import ProblemSize
 from algorithms.gp import PosteriorMarginals
 from algorithms.options import Option
 from algorithms.vucb_common import (
+    VUCB_BETA,
+    VUCB_GP,
+    VUCB_PAPER,
     beta_option,
     beta_schedule,
     check_search_options,
@@ -41,6 +44,14 @@ class VUCBProbSAA(Algorithm):
     (:attr:`options`) are ``vucb-prob``'s on a discrete Z and N, ``n_samples``."""
 
     name = "vucb-prob-saa"
+    source = (f"This project's, beyond the paper: V-UCB Prob of {VUCB_PAPER}, Algorithm 1, on draws of a "
+              "continuous Z")
+    deviations = (
+        "The paper's continuous-Z steps (LNSO, pinball-loss VaR estimates, the lacing-value search) are "
+        "replaced by N = 256 scrambled Sobol draws of Z an iteration, of mass 1/N each, handled as a "
+        "discrete Z (the lacing value: the drawn one of largest density).",
+        VUCB_GP, VUCB_BETA,
+    )
     z_kinds = frozenset({"continuous"})
     z_sample_options = ("n_samples",)
 

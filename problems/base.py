@@ -111,6 +111,12 @@ class Problem:
             observation stream of a (problem, seed) is still one sequence of normal draws that
             every algorithm shares (common random numbers). None: y = f + noise_std * noise.
         noise_draws: standard normal draws per observation, given to ``simulator`` (1 without one).
+        source: where the problem comes from, one line: the repository (with its commit where
+            known) and file(s), and the paper. The study pages' table of sources shows it
+            (``analysis/sources.py``); "" declares nothing, which the table says.
+        deviations: every way this problem differs from its source, one short sentence each (a
+            mapping of conventions that moves no number is not one); empty only where there is
+            none.
     """
 
     name: str
@@ -128,6 +134,8 @@ class Problem:
     overhead_seconds: float = 0.05
     simulator: Callable[[Tensor, Tensor], Tensor] | None = None
     noise_draws: int = 1
+    source: str = ""
+    deviations: tuple[str, ...] = ()
 
     def f(self, x: Tensor, z: Tensor) -> Tensor:
         """Noise-free f(x, z) for broadcastable ``... x d_x`` and ``... x d_z``; returns ``...``."""

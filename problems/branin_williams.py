@@ -60,6 +60,21 @@ W_WEIGHTS = (0.0375, 0.0875, 0.0875, 0.0375, 0.075, 0.175, 0.175, 0.075, 0.0375,
 BORISK_ALPHA = 0.7
 NOISE_STD = 10.0
 
+#: Where ``branin-williams-2-2`` comes from, and how it differs (see the module docstring).
+SOURCE = ("`saitcakmak/BoRisk` (no license stated; read only), `BoRisk/test_functions/branin_williams.py` "
+          "and `runner_files/bw-runner-*.py`; Cakmak, Astudillo, Frazier & Zhou, \"Bayesian Optimization of "
+          "Risk Measures\", NeurIPS 2020; the function of Williams, Santner & Notz (2000)")
+DEVIATIONS = (
+    "f = -F unscaled, maximized at alpha 0.3: a value here is minus BoRisk's, whose F is minimized at 0.7.",
+    "VaR is minus the smallest of F's upper 30 %, where BoRisk takes the largest of its lower 70 % (they "
+    "differ only where weights below a value sum to exactly 0.7, which no tested x reaches).",
+    "CVaR is the tail mean, at least BoRisk's renormalized mean from its VaR up with the VaR's whole "
+    "weight.",
+    "The initial design is 72 points with z drawn uniformly over the 12, as BoRisk's newer runners (an "
+    "older one takes 6 x times the 12 w).",
+    "Its optimum is this project's search (BoRisk stores none).",
+)
+
 
 def branin(u: Tensor, v: Tensor) -> Tensor:
     """The Branin function on its own domain [-5, 10] x [0, 15], elementwise."""
@@ -95,4 +110,6 @@ def branin_williams_problem() -> Problem:
         objective=objective,
         description="Branin-Williams (BoRisk, NeurIPS 2020): f = -F, F the product of two Branin "
                     "functions; Z BoRisk's 12 weighted points; alpha 0.3 = BoRisk's 0.7 of a minimized F",
+        source=SOURCE,
+        deviations=DEVIATIONS,
     )

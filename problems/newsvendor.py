@@ -66,6 +66,22 @@ BORISK_ALPHA = 0.9
 #: Quadrature nodes per axis of the true risk measures (f is smooth in z; see the tests).
 QUADRATURE_NODES = 129
 
+#: Where ``newsvendor-1-2`` comes from, and how it differs (see the module docstring).
+SOURCE = ("`saitcakmak/BoRisk` (no license stated; read only), `BoRisk/test_functions/cont_newsvendor.py` "
+          "`ContinuousNewsvendor` and its early newsvendor runner; Cakmak, Astudillo, Frazier & Zhou, "
+          '"Bayesian Optimization of Risk Measures", NeurIPS 2020, adopted there from SimOpt (in none of '
+          "its plotted experiments)")
+DEVIATIONS = (
+    "f is the exact expected daily profit (an incomplete beta function), maximized at alpha 0.1, where "
+    "BoRisk has no noise-free f and minimizes minus the simulated profit at 0.9.",
+    "An observation's 10 days of demand come from the cell's standard normal draws (U = Phi(n)), the same "
+    "for every method of a seed, where BoRisk reseeds torch at each call or not at all.",
+    "The initial design, 6 points (2 (d_x + d_z)), is set here (the budget, 50 iterations, is BoRisk's "
+    "runner's).",
+    "Its optimum is this project's search (BoRisk stores none, its `_optimizers` pointing to a formula "
+    "for a known z).",
+)
+
 
 def burr_parameters(z: Tensor) -> tuple[Tensor, Tensor]:
     """c and k of the demand for ``... x 2`` unit-scaled z; each ``...``."""
@@ -127,4 +143,6 @@ def newsvendor_problem() -> Problem:
         quadrature_nodes=QUADRATURE_NODES,
         simulator=simulate,
         noise_draws=DAYS,
+        source=SOURCE,
+        deviations=DEVIATIONS,
     )

@@ -2,10 +2,11 @@
 
 A generated block sits between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->``; its
 content is made here from the published report's tables (``claims.csv``, ``claims_overall.csv``,
-``final_table.csv`` under ``RESULTS/_report/``) and the cells' provenance, and nothing else on the page
-is touched. The project README's ``reproduction`` block (Figure 3 and five lines) is made the same way.
-So the numbers on the page cannot drift from the published tables (a test renders the page
-and compares), while the reading of them stays in words a person wrote.
+``final_table.csv`` under ``RESULTS/_report/``), the cells' provenance and, for the ``sources`` block,
+what the study's problems and methods declare of their sources (:func:`analysis.sources.sources_table`),
+and nothing else on the page is touched. The project README's ``reproduction`` block (Figure 3 and
+five lines) is made the same way. So the numbers on the page cannot drift from the published tables (a
+test renders the page and compares), while the reading of them stays in words a person wrote.
 
     python -m studies.nguyen2021.page                 # rewrite the blocks of the page and README.md
     python -m studies.nguyen2021.page --check         # exit 1 if a block differs from its tables
@@ -23,8 +24,10 @@ import pandas as pd
 
 from analysis import pages
 from analysis.pages import BLOCK, md_table, render  # noqa: F401 (BLOCK and render: this page's API)
+from analysis.sources import sources_table
 from analysis.summary import pivot_tables
 from harness.results import result_files
+from studies.nguyen2021.study import STUDY
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "reproduction" / "paper"
@@ -175,7 +178,7 @@ def blocks(results: Path, readme: Path = README, page: Path = PAGE, extra: Path 
     overall = pd.read_csv(report / "claims_overall.csv")
     claims = pd.read_csv(report / "claims.csv")
     out = {"provenance": provenance_block(results), "verdicts": verdict_block(overall),
-           "subclaims": subclaim_block(claims),
+           "subclaims": subclaim_block(claims), "sources": sources_table(STUDY),
            "final": final_block(pd.read_csv(report / "final_table.csv")),
            "reproduction": summary_block(overall, results, _grid_size(results), readme, page)}
     for stem, title, statement, figure_claims in FIGURES:

@@ -8,7 +8,8 @@ its report's tables) by :func:`analysis.pages.render`, as the paper's page is.
 Blocks: ``suite-provenance``, ``suite-verdicts`` (the claims S1-S5), ``suite-choice`` (which method
 per kind of problem, risk measure and budget: :func:`analysis.across.choice_table`), ``suite-ranks``
 (average ranks per problem: :func:`analysis.across.rank_tables`), ``suite-effort`` (what the reduced
-effort changes: the report's ``effort.csv``).
+effort changes: the report's ``effort.csv``), ``suite-sources`` (each problem's and method's source and
+deviations, as the code declares them: :func:`analysis.sources.sources_table`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from analysis import pages
 from analysis.across import choice_table, rank_tables
 from analysis.claim_cells import study_cells
 from analysis.report import read_frame
+from analysis.sources import sources_table
 from analysis.subclaims import EQUIVALENCE_MARGIN
 from problems.measures import RISK_MEASURES
 from studies.suite.study import STUDY
@@ -114,7 +116,8 @@ def blocks(results: Path) -> dict[str, str]:
             "suite-verdicts": verdict_block(overall.loc[overall["claim"].str.startswith("S")]),
             "suite-choice": choice_block(choices),
             "suite-ranks": ranks_block(ranks, friedman),
-            "suite-effort": effort_block(effort)}
+            "suite-effort": effort_block(effort),
+            "suite-sources": sources_table(STUDY)}
 
 
 def build_parser() -> argparse.ArgumentParser:
