@@ -27,9 +27,10 @@ cube):
   estimate averages from its VaR sample up; the true value has no atoms);
 * the initial design: 80 points with z drawn uniformly (BoRisk draws 10 x and pairs each with 8 w);
   the budget: 100 iterations of one evaluation;
-* the 40 samples of W: an option of the methods that use a set of z under a continuous Z (their
-  ``n_samples`` or ``n_w``, which the suite's grid sets to 40), drawn by quasi-random Sobol points of
-  the iteration's seed rather than by fresh ``torch.rand``.
+* the 40 samples of W: an option of rho-KG^apx (``num_w_samples``, which the suite's grid sets to 40
+  on this problem), drawn each iteration from Z's distribution as BoRisk's ``torch.rand`` draws them,
+  but from the iteration's own seeded stream; the other methods keep their own sets of Z (the
+  one-shot KGs' ``n_w`` scrambled Sobol points, CV-UCB's and CV-TS's draws).
 
 BoRisk stores no optimum and scores its runs by 400 unseeded draws of W. Here the true CVaR of a
 point is the equally weighted tail mean of f over :data:`problems.base.QMC_NODES` Sobol nodes of Z
