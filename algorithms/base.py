@@ -30,10 +30,10 @@ from torch import Tensor
 from algorithms.recommend import risk_of_mean
 from problems import Problem
 from problems.checks import positive_float, positive_int
-from problems.measures import RISKS
+from problems.measures import RISKS, RiskMeasure
 from problems.seeding import derive_seed, generator
 
-__all__ = ["RISKS", "TARGETS", "Z_KINDS", "Algorithm", "Proposal", "Recommendation", "build_algorithm",
+__all__ = ["RISKS", "Z_KINDS", "Algorithm", "Proposal", "Recommendation", "build_algorithm",
            "check_algorithm", "positive_float", "positive_int", "supports", "z_kind"]
 
 
@@ -84,10 +84,10 @@ class Algorithm(ABC):
     #: The kinds of Z the algorithm handles ("discrete", "continuous"); the runner refuses any other
     #: before any work (:func:`build_algorithm`).
     z_kinds: ClassVar[frozenset[str]] = frozenset({"discrete", "continuous"})
-    #: What the run's regret is measured against: ``"var"`` (the optimum of the cell's risk measure:
-    #: VaR_alpha, or CVaR_alpha in a cell with ``risk = "cvar"``) or ``"worst_case"`` (max_x min_z f,
-    #: StableOpt's target).
-    target: ClassVar[str] = "var"
+    #: The risk measure the run's regret is measured against: None for the cell's own (VaR_alpha, or
+    #: CVaR_alpha in a cell with ``risk = "cvar"``), or a measure of :mod:`problems.measures` that
+    #: the method targets whatever the cell's (StableOpt: ``WORST_CASE``, max_x min_z f).
+    target: ClassVar[RiskMeasure | None] = None
     #: The risk measures the algorithm optimizes (:data:`RISKS`): a cell with another risk measure
     #: is refused before any work (:func:`build_algorithm`). The instance's is ``self.risk``.
     risks: ClassVar[frozenset[str]] = frozenset({"var"})
@@ -204,15 +204,13 @@ class Algorithm(ABC):
 
 
 Z_KINDS = frozenset({"discrete", "continuous"})
-#: An algorithm's ``target``: ``"var"`` the cell's risk measure, ``"worst_case"`` the worst case.
-TARGETS = ("var", "worst_case")
 
 
 def check_algorithm(key: str, factory: object) -> None:
     """One-line ``ValueError`` unless ``factory`` is an :class:`Algorithm` subclass whose
     declarations the runner can rely on: ``name`` equal to ``key`` (its registry key, or the
     import path it was loaded by), ``z_kinds`` a non-empty subset of {discrete, continuous},
-    ``target`` one of ``var``, ``worst_case``, ``risks`` a non-empty subset of {var, cvar},
+    ``target`` None or a risk measure object, ``risks`` a non-empty subset of :data:`RISKS`,
     ``candidates`` one of ``x``, ``xz``, ``chooses_z`` a bool."""
     if not (isinstance(factory, type) and issubclass(factory, Algorithm)):
         what = f"the class {factory.__name__}" if isinstance(factory, type) else \
@@ -229,8 +227,9 @@ def check_algorithm(key: str, factory: object) -> None:
     if not isinstance(kinds, frozenset | set) or not kinds or not kinds <= Z_KINDS:
         raise ValueError(f"{where}: z_kinds must be a non-empty subset of {sorted(Z_KINDS)}, "
                          f"got {kinds!r}")
-    if factory.target not in TARGETS:
-        raise ValueError(f"{where}: target must be one of {', '.join(TARGETS)}, got {factory.target!r}")
+    if factory.target is not None and not isinstance(factory.target, RiskMeasure):
+        raise ValueError(f"{where}: target must be None (the cell's risk measure) or a measure of "
+                         f"problems.measures (e.g. WORST_CASE), got {factory.target!r}")
     risks = getattr(factory, "risks", frozenset({"var"}))
     if not isinstance(risks, frozenset | set) or not risks or not set(risks) <= set(RISKS):
         raise ValueError(f"{where}: risks must be a non-empty subset of {list(RISKS)}, got {risks!r}")

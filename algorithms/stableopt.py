@@ -30,6 +30,7 @@ from algorithms.vucb_common import (
     search_seconds,
 )
 from problems import Problem
+from problems.measures import WORST_CASE
 
 
 class StableOpt(Algorithm):
@@ -50,7 +51,7 @@ class StableOpt(Algorithm):
         f"{CELL_GP}.",
     )
     z_kinds = frozenset({"discrete"})
-    target = "worst_case"  # max_x min_z f(x, z)
+    target = WORST_CASE  # max_x min_z f(x, z)
 
     @classmethod
     def proposal_cost(cls, z_kind: str) -> tuple[float, float, float, float]:

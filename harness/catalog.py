@@ -109,7 +109,8 @@ def describe(name: str, columns: int | None = None) -> str:
     options = describe_options(factory)
     lines = _wrap(f"{name}: {_summary_line(factory)}", "", 2, columns)
     measures = " or ".join(RISK_MEASURES[r].label for r in _risks(factory).split(", "))
-    target = f"the optimal {measures} (--risk)" if factory.target == "var" else "the worst case max_x min_z f"
+    target = (f"the optimal {measures} (--risk)" if factory.target is None
+              else f"the optimal {factory.target.label} ({factory.target.name})")
     lines += _wrap(f"class {factory.__module__}.{factory.__qualname__}; handles a {' or a '.join(kinds)} "
                    f"Z; optimizes {measures}; regret against {target}.", "", 2, columns)
     lines += ["", *_wrap("Options: --option NAME=VALUE (one cell), options = { NAME = VALUE } (a grid "

@@ -64,10 +64,11 @@ __all__ = ["CELL_KINDS", "CHECKPOINT_EVERY_S", "CellResult", "CellSpec", "checkp
 
 def _target(problem, factory: object, risk: str = DEFAULT_RISK) -> str:
     """Which optimum a cell's regret is measured against (a risk measure's name): what the algorithm
-    declares (:attr:`algorithms.Algorithm.target`), the cell's risk measure for ``target = "var"``,
-    and the worst case wherever that risk measure is the worst case."""
-    if getattr(factory, "target", "var") == WORST_CASE.name:
-        return WORST_CASE.name
+    declares (:attr:`algorithms.Algorithm.target`, a measure object), else the cell's risk measure,
+    or the worst case wherever that risk measure is the worst case."""
+    declared = getattr(factory, "target", None)
+    if declared is not None:
+        return declared.name
     below = isinstance(problem.z, DiscreteZ) and problem.alpha <= problem.z.min_mass
     if below and risk_measure(risk).worst_case_below_smallest_mass:
         return WORST_CASE.name  # VaR and CVaR below the smallest mass are the minimum over the support

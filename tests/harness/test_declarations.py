@@ -16,6 +16,7 @@ from algorithms.random_search import RandomSearch
 from algorithms.vucb import VUCBProb
 from harness.cell import CellSpec, run_cell
 from problems import build_problem, z_kind_of
+from problems.measures import WORST_CASE
 
 
 class Nameless(RandomSearch):
@@ -31,7 +32,7 @@ class WorstCaseProb(VUCBProb):
     """V-UCB Prob declaring the worst-case target."""
 
     name = "worst-case-prob"
-    target = "worst_case"
+    target = WORST_CASE
 
 
 class KeyOnly(RandomSearch):
@@ -56,8 +57,8 @@ def test_the_registry_holds_only_classes_whose_declarations_hold() -> None:
     bad_kinds = type("BadKinds", (RandomSearch,), {"name": "bad", "z_kinds": frozenset({"both"})})
     with pytest.raises(ValueError, match="z_kinds must be a non-empty subset"):
         check_algorithm("bad", bad_kinds)
-    bad_target = type("BadTarget", (RandomSearch,), {"name": "bad", "target": "mean"})
-    with pytest.raises(ValueError, match="target must be one of var, worst_case"):
+    bad_target = type("BadTarget", (RandomSearch,), {"name": "bad", "target": "worst_case"})  # a name
+    with pytest.raises(ValueError, match=r"target must be None .* or a measure of problems\.measures"):
         check_algorithm("bad", bad_target)
     for error in ("sets no class attribute name",):
         with pytest.raises(ValueError) as caught:
