@@ -34,13 +34,12 @@ from collections.abc import Iterator
 import torch
 from botorch.acquisition.knowledge_gradient import _get_value_function
 from linear_operator.utils.warnings import NumericalWarning
+from states import fitted_state  # a sibling module: the benchmarks run as scripts
 
-from algorithms.gp import fit_gp
 from algorithms.oneshot_fused import FusedOneShotKG, FusedValueFunction
 from algorithms.registry import algorithm_factory
 from problems import get_problem
 from problems.float64 import default_float64
-from problems.seeding import generator
 from studies.suite.grids import METHODS, PROBLEMS
 
 ONE_SHOT = ("rhokg-oneshot", "botorch-risk")
@@ -58,13 +57,7 @@ def suite_cases() -> list[tuple[str, str, str, int]]:
 
 def state(name: str, n: int):
     """The problem and a fitted GP on ``n`` noisy observations at a random design."""
-    problem = get_problem(name)
-    g = generator("oneshot-benchmark", name, n)
-    X = torch.rand(n, problem.d_x, generator=g, dtype=torch.float64)
-    Z = problem.z.sample_support(n, g)
-    Y = problem.observe(X, Z, torch.randn(n, generator=g, dtype=torch.float64)).unsqueeze(-1)
-    model, _ = fit_gp(torch.cat([X, Z], -1), Y, None, refit=True, generator=torch.Generator().manual_seed(0))
-    return problem, model
+    return fitted_state(name, n, "oneshot-benchmark")
 
 
 @contextlib.contextmanager

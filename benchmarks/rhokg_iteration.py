@@ -24,24 +24,15 @@ import statistics
 import time
 
 import torch
+from states import fitted_state  # a sibling module: the benchmarks run as scripts
 
-from algorithms.gp import fit_gp
 from algorithms.rhokg import FastRhoKG, RhoKGAcquisition, RhoKGApx
 from algorithms.rhokg_reference import reference_value  # the straightforward estimator
-from problems import get_problem
-from problems.seeding import generator
 
 
 def state(name: str, n: int):
     """A fitted GP on ``n`` noisy observations at a random design of problem ``name``."""
-    p = get_problem(name)
-    g = generator("rhokg-benchmark", name, n)
-    X = torch.rand(n, p.d_x, generator=g, dtype=torch.float64)
-    Z = p.z.sample_support(n, g)
-    Y = p.observe(X, Z, torch.randn(n, generator=g, dtype=torch.float64)).unsqueeze(-1)
-    model, _ = fit_gp(torch.cat([X, Z], -1), Y, None, refit=True,
-                      generator=torch.Generator().manual_seed(0))
-    return p, model
+    return fitted_state(name, n, "rhokg-benchmark")
 
 
 def main() -> None:
