@@ -22,8 +22,10 @@ c_f = K(U_f, x_a) - V_f^T v_a,
 exactly that for the whole batch at once, with the current GP's Cholesky factor and its inverse
 computed once per iteration, and then step 3 as BoTorch does it: the same Cholesky factor of the
 same covariance (``psd_safe_cholesky``, the same jitter rule), the same base samples, the same risk
-measure object. Values and gradients agree with BoTorch's to rounding
-(``tests/algorithms/test_oneshot_fused.py``); ``benchmarks/oneshot_kg_speedup.py`` times both.
+measure (taken as its weights over the m values, :class:`SampleMeasure`, without a sort of the
+samples). Its backward never forms the covariance's gradient (:class:`_SampleRisk`). Values and
+gradients agree with BoTorch's to rounding (``tests/algorithms/test_oneshot_fused.py``);
+``benchmarks/oneshot_kg_speedup.py`` times both.
 
 **The gradient.** BoTorch 0.18.1 with GPyTorch 1.15.2 detaches the fantasy model's covariance cache
 (GPyTorch's ``get_fantasy_strategy`` under its default ``detach_test_caches``, GPyTorch PR #2605), so
