@@ -95,9 +95,10 @@ def source_rows(study: Study) -> list[SourceRow]:
 
 
 def deviations_text(source: str, deviations: Iterable[str]) -> str:
-    """The deviations cell: the sentences joined by "; " (each one's final full stop dropped, one at
-    the end, so that the cell reads as one sentence), :data:`NO_DEVIATIONS` where a declared source
-    has none, :data:`NOT_DECLARED` where nothing is declared (an empty tuple then says nothing).
+    """The deviations cell: the sentences, each ending in a full stop, numbered (1), (2), ... where
+    there are several, so that each reads as the sentence it was declared as; :data:`NO_DEVIATIONS`
+    where a declared source has none, :data:`NOT_DECLARED` where nothing is declared (an empty tuple
+    then says nothing).
 
     Args:
         source: the declared source ("" for none).
@@ -106,9 +107,11 @@ def deviations_text(source: str, deviations: Iterable[str]) -> str:
     Returns:
         The cell's text.
     """
-    sentences = [" ".join(d.split()).rstrip(".") for d in deviations if d.strip()]
+    sentences = [" ".join(d.split()).rstrip(".") + "." for d in deviations if d.strip()]
+    if len(sentences) == 1:
+        return sentences[0]
     if sentences:
-        return "; ".join(sentences) + "."
+        return " ".join(f"({i}) {sentence}" for i, sentence in enumerate(sentences, start=1))
     return NO_DEVIATIONS if source.strip() else NOT_DECLARED
 
 

@@ -82,7 +82,8 @@ def test_a_grid_file_table_is_read_as_the_runner_reads_it() -> None:
     assert set(rows) == {("problem", "branin-1-1-discrete"), ("method", "random"), ("method", "stableopt")}
 
 
-def test_the_deviations_are_one_cell_of_sentences_joined_by_semicolons() -> None:
-    assert deviations_text("a source", ("One.", " Two\n words. ")) == "One; Two words."
+def test_the_deviations_are_one_cell_of_numbered_sentences() -> None:
+    assert deviations_text("a source", ("One.", " Two\n words. ")) == "(1) One. (2) Two words."
+    assert deviations_text("a source", ("Only one",)) == "Only one."
     assert deviations_text("a source", ()) == NO_DEVIATIONS
     assert deviations_text("", ()) == NOT_DECLARED

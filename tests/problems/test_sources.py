@@ -10,7 +10,7 @@ from problems import PROBLEMS, DiscreteZ, Problem, build_problem
 
 def check_sentences(where: str, deviations: object) -> None:
     """Each deviation is one sentence: text, one line, a full stop at the end and no semicolon (the
-    table joins a row's sentences by "; ", so a semicolon inside one would blur where it ends)."""
+    table numbers a row's sentences, and one that holds two would read as one)."""
     assert isinstance(deviations, tuple), f"{where}: deviations must be a tuple, got {deviations!r}"
     for sentence in deviations:
         assert isinstance(sentence, str) and sentence.strip(), f"{where}: an empty deviation"
