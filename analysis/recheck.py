@@ -4,6 +4,8 @@ statistics: the check for a host where bits cannot match (another architecture, 
 
     python -m analysis.recheck docs/reproduction/FOLDER --claim CLAIM --problem PROBLEM
 
+Without ``--claim`` it lists the claims decided on ``PROBLEM`` and runs nothing.
+
 ``harness.verify`` compares rows bit for bit, which holds on x86-64 hosts with AVX2 in the pinned
 mode (:mod:`harness.kernels`). Elsewhere a run is another draw of the same random experiment, and
 the contract is statistical: the rerun agrees when
@@ -64,6 +66,7 @@ from harness.results import cell_files, cell_path, check_cell_file, read_cell, s
 from harness.spec import CellSpec
 from harness.store import write_cell
 from harness.study import Claim, Comparison, Study
+from problems.registry import PROBLEMS
 
 PROG = "python -m analysis.recheck"
 EXIT_DISAGREES = 1
@@ -82,6 +85,28 @@ def _claim(study: Study, claim_id: str, problem: str) -> tuple[Claim, list[Compa
         problems = sorted({p for c in claim.comparisons for p in c.problems})
         raise UsageError(f"{claim_id} has no sub-claim on {problem!r}; its problems: {', '.join(problems)}")
     return claim, on
+
+
+def _list_claims(folder: Path, study: Study, problem: str) -> int:
+    """Print the claims of ``study`` with a sub-claim on ``problem`` and the command that rechecks
+    each; :class:`UsageError` where there is none.
+
+    Returns:
+        The exit code, 0.
+    """
+    named = {p for c in study.claims for k in c.comparisons for p in k.problems}
+    if problem not in named and problem not in PROBLEMS:
+        raise UsageError(f"no problem {problem!r}; the claims' problems: {', '.join(sorted(named))}")
+    ids = [c.id for c in study.claims
+           if any(problem in k.problems or (not k.problems and k.kind == "cheaper") for k in c.comparisons)]
+    if not ids:
+        raise UsageError(f"no claim of study {study.name!r} is decided on {problem!r}")
+    print(f"the claims of {study.name} decided on {problem} (each: {PROG} {folder} --claim ID "
+          f"--problem {problem}; add --dry-run for its cost first):")
+    for claim in study.claims:
+        if claim.id in ids:
+            print(f"  {claim.id}: {claim.statement}")
+    return 0
 
 
 def _arms(comparison: Comparison) -> set[str]:
@@ -204,9 +229,10 @@ def build_parser() -> Parser:
                     epilog="Exit codes: 0 agrees; 1 disagrees or a cell failed; 2 bad input; "
                     "130 interrupted.")
     parser.add_argument("folder", metavar="FOLDER", help="a published results folder (packed or not)")
-    parser.add_argument("--claim", required=True, metavar="ID",
+    parser.add_argument("--claim", default=None, metavar="ID",
                         help="the claim's id, as the study declares it (the 'claim' column of the "
-                             "folder's claims table)")
+                             "folder's claims table); without it, the claims decided on --problem "
+                             "are listed and nothing runs")
     parser.add_argument("--problem", required=True, metavar="NAME",
                         help="one of the problems the claim compares on, by its registered name")
     parser.add_argument("--out", default=None, metavar="DIR",
@@ -228,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         if not folder.is_dir():
             raise UsageError(f"{folder} is not a folder")
         study = results_study(folder)
+        if args.claim is None:
+            return _list_claims(folder, study, args.problem)
         claim, comparisons = _claim(study, args.claim, args.problem)
         cells = chosen_cells(folder, study, comparisons, args.problem)
     except UsageError as error:

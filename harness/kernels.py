@@ -39,6 +39,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+#: Where Linux describes the CPU (its vendor, model and flags); tests point it at another CPU's text.
+CPUINFO = Path("/proc/cpuinfo")
+
 #: The code path every pinned process takes.
 PINNED = {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"}
 
@@ -147,7 +150,7 @@ def isa_level() -> str:
     ``-v3`` with AVX2 and FMA, else ``-v2`` or ``-v1``), or the machine's name elsewhere."""
     flags: set[str] = set()
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in CPUINFO.read_text().splitlines():
             if line.startswith("flags"):
                 flags = set(line.split(":", 1)[1].split())
                 break
@@ -182,7 +185,7 @@ def cpu_vendor() -> str:
     """The CPU's vendor string (``vendor_id`` of ``/proc/cpuinfo``: ``GenuineIntel``,
     ``AuthenticAMD``, ...), or ``""`` where there is none (not Linux, not x86-64)."""
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in CPUINFO.read_text().splitlines():
             key, _, value = line.partition(":")
             if key.strip() == "vendor_id":
                 return value.strip()
@@ -211,7 +214,7 @@ def cpu_model() -> str:
     Sapphire Rapids from Cascade Lake), or the platform's processor string."""
     fields: dict[str, str] = {}
     with contextlib.suppress(OSError):  # not Linux: the platform's string below
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in CPUINFO.read_text().splitlines():
             key, _, value = line.partition(":")
             if not key.strip():  # the first processor's block ends here
                 break

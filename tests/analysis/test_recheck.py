@@ -170,3 +170,21 @@ def test_the_dry_run_prints_the_cells_and_their_published_cost(published: pd.Dat
     seconds = rows[["t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"]].fillna(0.0).to_numpy().sum()
     shown = out.split("they took ")[1].split(" of CPU")[0]
     assert shown == (f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min")
+
+
+def test_without_a_claim_the_claims_on_the_problem_are_listed(capsys: pytest.CaptureFixture) -> None:
+    """The command verify's last line gives on a CPU the pin does not cover: the study's claims with
+    a comparison on the problem (each claim's comparisons read here again), nothing run."""
+    from studies.nguyen2021.study import STUDY
+
+    def on(k: object) -> bool:
+        return PROBLEM in k.problems or (not k.problems and k.kind == "cheaper")
+
+    expected = [c.id for c in STUDY.claims if any(on(k) for k in c.comparisons)]
+    assert expected and len(expected) < len(STUDY.claims)
+    assert main([str(PAPER), "--problem", PROBLEM]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"--claim ID --problem {PROBLEM}" in lines[0]
+    assert [line.split(":")[0].strip() for line in lines[1:]] == expected
+    assert main([str(PAPER), "--problem", "nowhere"]) == 2
+    assert "no problem 'nowhere'" in capsys.readouterr().err
