@@ -4,10 +4,14 @@ resume a grid into it).
 
     python -m harness.pack FOLDER              # pack
     python -m harness.pack FOLDER --unpack     # unpack
+    python -m harness.pack FOLDER --digests    # record the packs' digests of a folder packed before
 
 Packing reads every cell file (a damaged one is an error: nothing is packed), writes each pack
 whole or not at all, reads every cell back from its pack and checks its rows against the checksum
-it was written with, and only then removes the cell files. Unpacking writes every cell's own file
+it was written with, and only then removes the cell files; last it records each pack's SHA-256 in
+``FOLDER/_digests.json``, which every reader checks (:mod:`harness.packed`). ``--digests`` records
+them for a folder packed before digests were, after reading every cell back against its checksum
+(the packs are not rewritten: their rows and bytes stay). Unpacking writes every cell's own file
 again (its columns and metadata as they were, so its checksum holds), checks it, then removes the
 packs. Failure records, the grid's manifest and anything else in the folder stay as they are.
 
@@ -92,6 +96,7 @@ def pack(folder: Path) -> list[Path]:
         for empty in (path.parent, path.parent.parent):
             if empty != folder and not any(empty.iterdir()):
                 empty.rmdir()
+    packed.write_digests(folder, written)
     return written
 
 
@@ -134,7 +139,20 @@ def unpack(folder: Path) -> int:
             raise UsageError(f"{target} does not read back: {reason}; the packs are kept")
     for path in found:
         path.unlink()
+    (folder / packed.DIGESTS).unlink(missing_ok=True)
     return len(cells)
+
+
+def record_digests(folder: Path) -> list[Path]:
+    """Record the digests of a packed ``folder``'s packs (see the module docstring), after every
+    cell reads back against its checksum; returns the packs."""
+    found = packs(folder)
+    if not found:
+        raise UsageError(f"{folder} holds no packs ({packed.PACK_SUFFIX})")
+    (folder / packed.DIGESTS).unlink(missing_ok=True)  # the packs' bytes are what is checked here
+    _cells(folder)  # every cell of every pack against its checksum; a damaged one is an error
+    packed.write_digests(folder, found)
+    return found
 
 
 def build_parser() -> Parser:
@@ -142,7 +160,11 @@ def build_parser() -> Parser:
                     "problem, algorithm and kind of cell, or unpack it.",
                     epilog="Exit codes: 0 done; 2 bad input or a folder that cannot be (un)packed.")
     parser.add_argument("folder", metavar="FOLDER", help="a local results folder")
-    parser.add_argument("--unpack", action="store_true", help="unpack instead (one file per cell)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--unpack", action="store_true", help="unpack instead (one file per cell)")
+    mode.add_argument("--digests", action="store_true",
+                      help="record the SHA-256 of a packed folder's packs (a folder packed before "
+                           "they were recorded), after checking every cell against its checksum")
     return parser
 
 
@@ -153,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.unpack:
             n = unpack(folder)
             print(f"{folder}: unpacked {n} cells")
+        elif args.digests:
+            found = record_digests(folder)
+            print(f"{folder}: recorded the digests of {len(found)} packs in {packed.DIGESTS}")
         else:
             written = pack(folder)
             n = sum(len(packed.cells_of(p)) for p in written)

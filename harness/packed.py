@@ -10,7 +10,10 @@ hash, row count, own columns and whole ``varbo`` metadata (spec, provenance, che
 
 :mod:`harness.results` reads a packed folder like any other: each packed cell appears as a
 :class:`PackedCell`, a path to where its own file would be, whose rows come from the pack and are
-checked against the checksum the cell was written with. ``python -m harness.pack`` packs a
+checked against the checksum the cell was written with. A packed folder also records the SHA-256 of
+each pack's bytes (``_digests.json`` at its root, :data:`DIGESTS`): a pack whose bytes are not those
+packed (a flipped bit anywhere, in values, page headers or footer; a file cut short) does not read,
+and every reader names it. ``python -m harness.pack`` packs a
 finished folder and unpacks one (to resume a grid into it, or to read it with other tools); a
 packed folder is read-only to the harness (``harness.run`` refuses to write into one).
 """
@@ -18,6 +21,7 @@ packed folder is read-only to the harness (``harness.run`` refuses to write into
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from pathlib import PosixPath
 
@@ -30,6 +34,8 @@ PACK_SUFFIX = ".pack.parquet"
 PACK_KEY = b"varbo-pack"
 #: The pack format's version (written, and required when read).
 PACK_FORMAT = 1
+#: The file at a packed folder's root with the SHA-256 of each pack's bytes (by path from the root).
+DIGESTS = "_digests.json"
 
 
 class PackedCell(PosixPath):
@@ -53,10 +59,52 @@ def is_pack(path: PosixPath) -> bool:
     return path.name.endswith(PACK_SUFFIX)
 
 
+def file_digest(path: PosixPath) -> str:
+    """The SHA-256 of a file's bytes, hex."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_digests(root: PosixPath, packs: list[PosixPath]) -> PosixPath:
+    """Record the digest of each of ``packs`` (under ``root``) in ``root/_digests.json``.
+
+    Args:
+        root: the packed folder.
+        packs: its pack files.
+
+    Returns:
+        The digests file's path.
+    """
+    digests = {str(p.relative_to(root)): file_digest(p) for p in sorted(packs)}
+    target = root / DIGESTS
+    target.write_text(json.dumps({"algorithm": "sha256", "files": digests}, indent=1, sort_keys=True) + "\n")
+    return target
+
+
+def _recorded_digest(path: PosixPath) -> str | None:
+    """The digest the packed folder records for the pack at ``path`` (its root is two folders up:
+    ``ROOT/PROBLEM/ALGORITHM.pack.parquet``); None where the folder records none (packed before
+    digests were). ``ValueError`` where the folder records digests but not this pack's."""
+    root = path.parent.parent
+    digests = root / DIGESTS
+    if not digests.is_file():
+        return None
+    try:
+        files = json.loads(digests.read_text())["files"]
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"{digests} is damaged (not a digests file)") from None
+    name = str(path.relative_to(root))
+    if name not in files:
+        raise ValueError(f"{digests} records no digest of {name}")
+    return files[name]
+
+
 @functools.lru_cache(maxsize=64)
 def _load(path: str, mtime_ns: int, size: int) -> tuple[pa.Table, tuple[dict, ...], tuple[int, ...]]:
     """A pack's table, its cells' entries and each cell's first row (cached while the file is
-    unchanged)."""
+    unchanged), after its bytes are checked against the digest its folder records."""
+    expected = _recorded_digest(PosixPath(path))
+    if expected is not None and file_digest(PosixPath(path)) != expected:
+        raise ValueError("its bytes do not match the SHA-256 its folder records in " + DIGESTS)
     table = pq.read_table(path)
     entries = _entries(table.schema.metadata or {}, path)
     starts, at = [], 0

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from algorithms.gp import DEFAULT_GP
 from harness import packed
+from harness.remote import storage_options
 from harness.spec import CellSpec
 
 _float_list = pa.list_(pa.float64())
@@ -120,17 +121,21 @@ Location = PurePath
 
 def location(out: str | PurePath) -> Location:
     """``out`` as a path object: a local ``Path``, or a ``UPath`` for a URI with a scheme
-    (``file://`` URIs become plain paths, so that local writes keep their atomic rename)."""
+    (``file://`` URIs become plain paths, so that local writes keep their atomic rename), opened with
+    :func:`harness.remote.storage_options` (an S3 client's retries and timeouts)."""
     if not isinstance(out, str):
         return out
     if "://" not in out:
         return Path(out)
     if out.startswith("file://"):
         return Path(out[len("file://"):])
+    # the client's own retries and time limits, defaults for what the user left unset (a bad value
+    # is a ValueError of its own, not one of the missing packages below)
+    options = storage_options(out)
     try:
         from upath import UPath
 
-        return UPath(out)
+        return UPath(out, **options)
     except (ImportError, ValueError) as error:
         raise ValueError(f"cannot open {out}: {error} (remote stores need: pip install "
                          "'varbo-bench[cloud]')") from None
@@ -381,6 +386,44 @@ def read_cell(path: Location) -> tuple[dict, pa.Table]:
     return meta, _read_table(path, SCHEMAS[kind]).replace_schema_metadata(None)
 
 
+def file_label(path: Location) -> str:
+    """A file as a person finds it on disk: a packed cell (:class:`harness.packed.PackedCell`) by its
+    pack and its place there, any other file by its path."""
+    if isinstance(path, packed.PackedCell):
+        return f"{path.pack} (its cell {path.parent.name}/{path.name})"
+    return str(path)
+
+
+def is_damage(reason: str) -> bool:
+    """Whether a refusal's ``reason`` (:func:`check_cell_file`) says the bytes are not those written
+    (a torn or flipped file, a pack that does not read), rather than a file that is no cell of
+    this harness (other columns, a spec that is not its name's): readers refuse the first kind and
+    pass over the second with a warning."""
+    return reason.startswith(("damaged data", "not a readable"))
+
+
+def refuse_damage(bad: list[tuple[Location, str]]) -> None:
+    """Raise :func:`damaged` for the damaged files among ``bad``; warn of the others, which are
+    never read (a foreign file, a cell file under another cell's name)."""
+    broken = [(path, reason) for path, reason in bad if is_damage(reason)]
+    if broken:
+        raise damaged(broken)
+    for path, reason in bad:
+        warnings.warn(f"skipped {path}: {reason}", stacklevel=3)
+
+
+def damaged(bad: list[tuple[Location, str]]) -> DamagedFileError:
+    """The error that refuses a folder with damaged files (``bad``: :func:`invalid_files`' pairs,
+    not empty): the first named with its reason, how many more, and the remedy (a pack is
+    read-only, so it is restored from its publication; a cell file is recomputed by a grid run)."""
+    path, reason = bad[0]
+    more = f" (and {len(bad) - 1} more damaged files)" if len(bad) > 1 else ""
+    in_pack = isinstance(path, packed.PackedCell) or packed.is_pack(path)
+    remedy = ("restore the pack from its publication (in a clone: git checkout -- FILE)" if in_pack
+              else "a grid run into the folder recomputes its cell")
+    return DamagedFileError(f"{file_label(path)}: {reason}{more}; refused: {remedy}")
+
+
 def result_files(out: Location | str) -> list[Location]:
     """Every finished cell file under ``out`` (skipping '.'- and '_'-prefixed names and any file
     that :func:`check_cell_file` refuses), sorted."""
@@ -409,22 +452,22 @@ def read_results(out: Location | str) -> pd.DataFrame:
 
     Files are read one by one with the fixed schema and concatenated, so no type merging or
     partition inference happens (pandas 3 / pyarrow 26 safe). An empty folder gives an empty frame
-    with these columns. Files that are not cell files (:func:`invalid_files`) are skipped with a
-    warning that names them.
+    with these columns. Damaged files (:func:`is_damage`) are refused:
+    :class:`DamagedFileError` names the first (a pack by its file) and says how to repair it, as a
+    folder read with a file left out would give other statistics without a word; files that are
+    no cells of this harness (:func:`invalid_files`) are skipped with a warning that names them.
     """
     out = location(out)
     tables = []
     good, bad = _scan(out)
-    for path, reason in bad:
-        warnings.warn(f"skipped {path}: {reason}", stacklevel=2)
+    refuse_damage(bad)
     for path, meta in good:
         if meta.get("spec", {}).get("kind", "bo") != "bo":  # timing cells: read_timings
             continue
         try:
             table = _read_table(path)
-        except Exception as error:  # a damaged data page behind an intact footer
-            warnings.warn(f"skipped {path}: unreadable ({type(error).__name__}: {error})", stacklevel=2)
-            continue
+        except Exception as error:  # damaged since the scan: refused as the scan refuses
+            raise damaged([(path, f"unreadable ({type(error).__name__})")]) from None
         n = table.num_rows
         spec = meta.get("spec", {})
         table = table.replace_schema_metadata(None)
@@ -447,20 +490,18 @@ def read_timings(out: Location | str) -> pd.DataFrame:
     """Every finished timing cell under ``out`` as one DataFrame: the columns of
     :data:`TIMING_SCHEMA` plus ``spec_hash`` and ``options`` (canonical JSON of the algorithm
     options, the state options ``n_obs``, ``n_z`` and ``repeats`` left out). Files that are not cell
-    files are skipped with a warning, as by :func:`read_results`; BO cells are not read."""
+    files are refused or skipped, as by :func:`read_results`; BO cells are not read."""
     tables = []
     good, bad = _scan(location(out))
-    for path, reason in bad:
-        warnings.warn(f"skipped {path}: {reason}", stacklevel=2)
+    refuse_damage(bad)
     for path, meta in good:
         spec = meta.get("spec", {})
         if spec.get("kind", "bo") != "timing":
             continue
         try:
             table = _read_table(path, TIMING_SCHEMA)
-        except Exception as error:
-            warnings.warn(f"skipped {path}: unreadable ({type(error).__name__}: {error})", stacklevel=2)
-            continue
+        except Exception as error:  # damaged since the scan: refused as the scan refuses
+            raise damaged([(path, f"unreadable ({type(error).__name__})")]) from None
         n = table.num_rows
         state = ("n_obs", "n_z", "repeats")
         options = json.dumps({k: v for k, v in spec.get("options", []) if k not in state}, sort_keys=True)

@@ -8,7 +8,11 @@ While cells are missing, a line says what they will cost, as ``harness.run --dry
 (the seconds per iteration measured on the finished cells, else the cost model). The done cells'
 kernels and CPUs follow (:func:`harness.kernels.host_summary`), and those resumed from a checkpoint,
 by label. While a grid runs into DIR, its running cells are listed with their iterations
-(``DIR/_progress.json``, rewritten by the grid's driver every few seconds).
+(``DIR/_progress.json``, rewritten by the grid's driver every few seconds). A damaged file (a cell
+file or pack whose bytes are not those written: its values fail the checksum recorded with them, or
+it does not read) is named on a line ``DAMAGED ...`` with its remedy, and is not counted.
+
+Exit codes: 0 read; 1 a file is damaged; 2 bad input.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ from harness.procs import process_alive
 from harness.results import (
     DamagedFileError,
     cell_files,
+    damaged,
     failure_files,
     invalid_files,
+    is_damage,
     read_failure,
     read_manifest,
     read_progress,
@@ -40,6 +46,9 @@ from harness.results import (
     spec_hash,
 )
 from harness.spec import CellSpec
+
+#: A file of the folder is damaged (each named on a line of its own): its rows are not the rows written.
+EXIT_DAMAGED = 1
 
 
 def _manifest(out: Path) -> tuple[str, list] | None:
@@ -194,8 +203,12 @@ def main(argv: list[str] | None = None) -> int:
               f"cells: {', '.join(resumed)}")
     for line in running_lines(args.out):
         print(line)
-    for path, reason in invalid_files(args.out):
-        print(f"ignored {path}: {reason} (not counted; a grid run recomputes its cell)")
+    bad = invalid_files(args.out)
+    for path, reason in bad:
+        if is_damage(reason):
+            print(f"DAMAGED {damaged([(path, reason)])}; not counted")
+        else:
+            print(f"ignored {path}: {reason} (not counted; a grid run recomputes its cell)")
     if args.failures:
         for path in failure_files(args.out):
             try:
@@ -205,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             label = cell_label(spec_from_dict(record["spec"]))
             print(f"failed: {label}: {record.get('message', '')} ({path})")
-    return 0
+    return EXIT_DAMAGED if any(is_damage(reason) for _, reason in bad) else 0
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ from harness.cell import run_cell
 from harness.cli import EXIT_USAGE, Parser, UsageError, add_kernels_argument, exit_with, out_location
 from harness.grid_cells import cell_label, select
 from harness.kernels import host_record, other_vendor
-from harness.results import DamagedFileError, Location, cell_files, read_cell, spec_from_dict
+from harness.results import DamagedFileError, Location, cell_files, damaged, read_cell, spec_from_dict
 from harness.spec import CellSpec
 from harness.store import installed_distributions
 from problems.seeding import generator
@@ -122,10 +122,8 @@ def folder_cells(folder: Location) -> list[Cell]:
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder")
     good, bad = cell_files(folder)
-    if bad:
-        path, reason = bad[0]
-        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        raise DamagedFileError(f"{path} is not a readable cell file: {reason}{more}")
+    if bad:  # verify reruns what a folder holds: any file that is not a readable cell of it is refused
+        raise damaged(bad)
     if not good:
         raise UsageError(f"{folder} holds no cell files (python -m harness.run --grid NAME --out FOLDER "
                          "writes them)")

@@ -12,7 +12,7 @@ import pytest
 
 from harness.cell import CellSpec, run_cell
 from harness.grid_cli import classify
-from harness.results import cell_path, invalid_files, read_results, result_files
+from harness.results import DamagedFileError, cell_path, invalid_files, read_results, result_files
 from harness.run import main
 from harness.status import main as status_main
 from harness.store import write_cell, write_manifest
@@ -148,11 +148,8 @@ def test_corrupted_and_foreign_parquet_files_are_named_and_never_read(
     assert set(bad) == {corrupted, renamed, foreign}
     assert "Parquet" in bad[corrupted] and "spec" in bad[renamed] and "columns" in bad[foreign]
     assert result_files(folder) == [cell_path(folder, SPECS[1])]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        frame = read_results(folder)
-    assert sorted(set(frame["seed"])) == [1] and len(frame) == 2  # only the intact cell's rows
-    assert {str(p) for p in bad} == {str(w.message).split("skipped ", 1)[1].split(":")[0] for w in caught}
+    with pytest.raises(DamagedFileError, match=f"{corrupted}: not a readable Parquet file"):
+        read_results(folder)  # a torn file is damage: refused, by name, with its remedy
     # the grid reruns the two cells whose files are bad, and says which files it ignores
     states = classify(SPECS, folder)
     assert [states[s] for s in SPECS] == ["missing", "done", "missing"]
@@ -162,9 +159,18 @@ def test_corrupted_and_foreign_parquet_files_are_named_and_never_read(
     out = capsys.readouterr().out
     assert "1 done, 2 to run" in out
     assert all(f"ignored {p}" in out for p in bad)
-    assert status_main([str(folder)]) == 0
+    assert status_main([str(folder)]) == 1  # a damaged file: named, and the exit says so
     text = capsys.readouterr().out
-    assert "total: 1 done, 2 missing" in text and all(f"ignored {p}" in text for p in bad)
+    assert "total: 1 done, 2 missing" in text and f"DAMAGED {corrupted}: not a readable Parquet" in text
+    assert f"ignored {renamed}" in text and f"ignored {foreign}" in text
+    corrupted.unlink()  # what is left is no damage: files that are no cells are passed over, named
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = read_results(folder)
+    assert sorted(set(frame["seed"])) == [1] and len(frame) == 2  # only the intact cell's rows
+    assert {str(renamed), str(foreign)} == {str(w.message).split("skipped ", 1)[1].split(":")[0]
+                                            for w in caught}
+    assert status_main([str(folder)]) == 0
 
 
 @pytest.mark.parametrize("damage", [b'{"grid":5,"cells":"nope"}', b"\xff\xfe not text", b"{not json", b"[]"])
@@ -203,13 +209,12 @@ def test_a_cell_file_with_a_damaged_data_page_is_not_done(folder: Path, tmp_path
     assert reason is not None and reason.startswith("damaged data")
     states = classify(SPECS, folder)
     assert states[SPECS[1]] == "missing" and states[SPECS[0]] == "done"
-    assert status_main([str(folder)]) == 0
+    assert status_main([str(folder)]) == 1
     out = capsys.readouterr().out
-    assert "2 done, 1 missing" in out and f"ignored {path}: damaged data" in out
-    with pytest.warns(UserWarning, match="damaged data"):  # the report names the file it skips
-        assert report_main([str(folder), "--out", str(tmp_path / "report")]) == 0
-    text = (tmp_path / "report" / "report.md").read_text()
-    assert "None missing" not in text and "completed 2" in text
+    assert "2 done, 1 missing" in out and f"DAMAGED {path}: damaged data" in out
+    assert report_main([str(folder), "--out", str(tmp_path / "report")]) == 2  # refused, by name
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: damaged data" in err and "recomputes its cell" in err
 
 
 def test_a_cell_file_whose_values_changed_fails_its_checksum(folder: Path) -> None:

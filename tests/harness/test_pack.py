@@ -16,7 +16,7 @@ import pytest
 
 from harness.cell import run_cell
 from harness.pack import main as pack_main
-from harness.packed import PACK_KEY, PACK_SUFFIX, PackedCell
+from harness.packed import DIGESTS, PACK_KEY, PACK_SUFFIX, PackedCell, file_digest
 from harness.results import (
     ROW_SCHEMA,
     ROW_SCHEMA_V4,
@@ -71,7 +71,7 @@ def files(folder: Path) -> list[str]:
 
 
 def test_a_pack_holds_every_cell_and_nothing_else_changes(unpacked: Path, packed: Path) -> None:
-    assert files(packed) == ["_grid.json", *sorted(f"{p}/{a}{PACK_SUFFIX}" for p in (
+    assert files(packed) == [DIGESTS, "_grid.json", *sorted(f"{p}/{a}{PACK_SUFFIX}" for p in (
         "branin-1-1-discrete", "goldstein-1-1-discrete") for a in ("random", "vucb-unif"))]
     before, after = cell_files(unpacked), cell_files(packed)
     assert not before[1] and not after[1]
@@ -144,6 +144,9 @@ def test_a_damaged_pack_is_named_not_read(packed: Path) -> None:
 
 
 def test_a_pack_with_a_changed_value_fails_its_cells_checksum(packed: Path) -> None:
+    """The cells' own checksums, under the packs' digests (removed here: a folder packed before
+    digests were recorded is checked by its cells' checksums alone)."""
+    (packed / DIGESTS).unlink()
     pack = next(packed.rglob(f"*{PACK_SUFFIX}"))
     table = pq.read_table(pack)
     y = table.column("y").to_pylist()
@@ -152,3 +155,55 @@ def test_a_pack_with_a_changed_value_fails_its_cells_checksum(packed: Path) -> N
     pq.write_table(table, pack)
     reasons = [reason for path, reason in invalid_files(packed) if isinstance(path, PackedCell)]
     assert reasons == ["damaged data (its values do not match its checksum)"]
+
+
+def _flip_a_data_byte(pack: Path) -> None:
+    """Flip one bit inside the first column chunk's pages (not the footer): what a disk, a copy or a
+    transfer does to a file without a word. The page decodes (zstd without its optional checksum)
+    or not; either way the file's bytes are not those written."""
+    chunk = pq.ParquetFile(pack).metadata.row_group(0).column(0)
+    data = bytearray(pack.read_bytes())
+    data[chunk.data_page_offset + chunk.total_compressed_size // 2] ^= 0x10
+    pack.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["flipped bit", "truncated"])
+def test_a_damaged_pack_is_refused_by_name_by_every_reader(damage: str, packed: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture) -> None:
+    """Reading, ``harness.status``, the report and ``harness.verify`` each name the damaged pack and
+    refuse the folder (an exception or a non-zero exit), instead of reading the others' rows as
+    the whole: a flipped bit in a data page, and a pack cut short."""
+    from analysis.report import main as report_main
+    from harness.results import DamagedFileError
+    from harness.status import main as status_main
+
+    pack = sorted(packed.rglob(f"*{PACK_SUFFIX}"))[0]
+    if damage == "truncated":
+        pack.write_bytes(pack.read_bytes()[: pack.stat().st_size // 2])
+    else:
+        _flip_a_data_byte(pack)
+    with pytest.raises(DamagedFileError, match=str(pack)):
+        read_results(packed)
+    assert status_main([str(packed)]) == 1
+    damaged_lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("DAMAGED")]
+    assert damaged_lines and all(str(pack) in line and "refused" in line for line in damaged_lines)
+    assert report_main([str(packed), "--out", str(tmp_path / "report")]) == 2
+    assert verify_main([str(packed), "--sample", "1"]) == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert len(errors) == 2 and all(str(pack) in line for line in errors), errors
+
+
+def test_digests_are_recorded_when_packing_and_for_a_folder_packed_before(packed: Path) -> None:
+    """Packing records each pack's SHA-256 (computed again here with hashlib); ``--digests`` records
+    the same for a folder without them, changing no pack's bytes; unpacking removes the record."""
+    import hashlib
+
+    recorded = json.loads((packed / DIGESTS).read_text())["files"]
+    found = sorted(packed.rglob(f"*{PACK_SUFFIX}"))
+    assert recorded == {str(p.relative_to(packed)): hashlib.sha256(p.read_bytes()).hexdigest() for p in found}
+    before = {p: file_digest(p) for p in found}
+    (packed / DIGESTS).unlink()
+    assert pack_main([str(packed), "--digests"]) == 0
+    assert json.loads((packed / DIGESTS).read_text())["files"] == recorded
+    assert {p: file_digest(p) for p in found} == before
+    assert pack_main([str(packed), "--unpack"]) == 0 and not (packed / DIGESTS).exists()
