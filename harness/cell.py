@@ -40,6 +40,7 @@ must be the same in a Ray worker, in the single-cell command line and in a test 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -160,7 +161,10 @@ class _CellRun:
 
     def __init__(self, spec: CellSpec) -> None:
         self.spec = spec
-        self.problem = problem = get_problem(spec.problem, spec.alpha, spec.risk)
+        problem = get_problem(spec.problem, spec.alpha, spec.risk)
+        if spec.n_init is not None:  # the study's design instead of the problem's (the loop reads it there)
+            problem = dataclasses.replace(problem, n_init=spec.n_init)
+        self.problem = problem
         seed_root = derive_seed(spec.problem, spec.seed)
         factory = algorithm_factory(spec.algorithm)
         algorithm = build_algorithm(spec.algorithm, factory, problem, seed_root, risk=spec.risk,

@@ -64,7 +64,7 @@ def unavailable_reason(spec: CellSpec) -> str | None:
 
 
 def cell_label(spec: CellSpec) -> str:
-    """``problem/algorithm/seedN``, plus ``risk=cvar``, ``alpha=..``, ``T=..``, ``gp=..`` and
+    """``problem/algorithm/seedN``, plus ``risk=cvar``, ``alpha=..``, ``T=..``, ``n_init=..``, ``gp=..`` and
     options when set: what --only matches."""
     label = f"{spec.problem}/{spec.algorithm}/seed{spec.seed}"
     extras = []
@@ -74,6 +74,8 @@ def cell_label(spec: CellSpec) -> str:
         extras.append(f"alpha={spec.alpha:.4g}")
     if spec.iterations is not None:
         extras.append(f"T={spec.iterations}")
+    if spec.n_init is not None:
+        extras.append(f"n_init={spec.n_init}")
     if spec.gp != DEFAULT_GP:
         extras.append(f"gp={spec.gp}")
     extras += [f"{name}={value}" for name, value in spec.options]
@@ -90,14 +92,15 @@ def alpha_below_min_mass(problem_name: str) -> float:
 
 def cell_block(problems: Iterable[str], algorithms: Iterable[str], seeds: Iterable[int],
            iterations: int | dict[str, int] | None = None, alpha: float | str | None = None,
-           options: dict | None = None, gp: str = DEFAULT_GP, risk: str = "var") -> list[CellSpec]:
+           options: dict | None = None, gp: str = DEFAULT_GP, risk: str = DEFAULT_RISK,
+           n_init: int | None = None) -> list[CellSpec]:
     """The cells of problems x algorithms x seeds (seeds innermost), with shared settings."""
     cells = []
     for problem in problems:
         t = iterations.get(problem) if isinstance(iterations, dict) else iterations
         a = alpha_below_min_mass(problem) if alpha == BELOW_MIN_MASS else alpha
         for algorithm in algorithms:
-            cells += [CellSpec.make(problem, algorithm, seed, t, a, options, gp=gp, risk=risk)
+            cells += [CellSpec.make(problem, algorithm, seed, t, a, options, gp=gp, risk=risk, n_init=n_init)
                       for seed in seeds]
     return cells
 

@@ -39,6 +39,7 @@ from algorithms.gp import DEFAULT_GP
 from harness import packed
 from harness.remote import storage_options
 from harness.spec import CellSpec
+from problems.measures import DEFAULT_RISK
 
 _float_list = pa.list_(pa.float64())
 
@@ -280,7 +281,7 @@ def spec_from_dict(data: dict) -> CellSpec:
     """The :class:`CellSpec` of a stored spec (a file's metadata, a manifest, a failure record)."""
     return CellSpec(data["problem"], data["algorithm"], data["seed"], data["iterations"],
                     data["alpha"], tuple((k, v) for k, v in data["options"]), data.get("kind", "bo"),
-                    data.get("gp", DEFAULT_GP), data.get("risk", "var"))
+                    data.get("gp", DEFAULT_GP), data.get("risk", DEFAULT_RISK), data.get("n_init"))
 
 
 def check_cell_file(path: Location) -> str | None:
@@ -476,7 +477,7 @@ def read_results(out: Location | str) -> pd.DataFrame:
         options = json.dumps(dict(spec.get("options", [])), sort_keys=True)
         table = table.append_column("options", pa.array([options] * n, pa.string()))
         table = table.append_column("gp", pa.array([spec.get("gp", DEFAULT_GP)] * n, pa.string()))
-        table = table.append_column("risk", pa.array([spec.get("risk", "var")] * n, pa.string()))
+        table = table.append_column("risk", pa.array([spec.get("risk", DEFAULT_RISK)] * n, pa.string()))
         tables.append(table)
     if not tables:
         schema = ROW_SCHEMA.append(pa.field("spec_hash", pa.string())).append(

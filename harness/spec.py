@@ -33,6 +33,8 @@ class CellSpec:
             default.
         risk: the risk measure the cell optimizes and is scored on (:data:`RISKS`), ``"var"`` by
             default.
+        n_init: the initial design's size (default: the problem's ``n_init``), where a study runs a
+            problem with its source's design rather than the problem's.
     """
 
     problem: str
@@ -44,11 +46,12 @@ class CellSpec:
     kind: str = "bo"
     gp: str = DEFAULT_GP
     risk: str = DEFAULT_RISK
+    n_init: int | None = None
 
     def to_dict(self) -> dict:
         """The spec as plain data; ``kind`` only when it is not ``"bo"``, ``gp`` and ``risk`` only
         when they are not the defaults, so that cells keep the identity (and hash) they had before
-        timing cells, GP profiles and risk measures existed."""
+        timing cells, GP profiles, risk measures and initial designs of a spec's own existed."""
         data = asdict(self)
         if self.kind == "bo":
             del data["kind"]
@@ -56,6 +59,8 @@ class CellSpec:
             del data["gp"]
         if self.risk == DEFAULT_RISK:
             del data["risk"]
+        if self.n_init is None:
+            del data["n_init"]
         return data
 
     def to_json(self) -> str:
@@ -65,14 +70,16 @@ class CellSpec:
     @staticmethod
     def make(problem: str, algorithm: str, seed: int, iterations: int | None = None,
              alpha: float | None = None, options: dict | None = None, kind: str = "bo",
-             gp: str = DEFAULT_GP, risk: str = DEFAULT_RISK) -> CellSpec:
+             gp: str = DEFAULT_GP, risk: str = DEFAULT_RISK, n_init: int | None = None) -> CellSpec:
         if kind not in CELL_KINDS:
             raise ValueError(f"unknown cell kind {kind!r}; valid: {', '.join(CELL_KINDS)}")
         if risk not in RISKS:
             raise ValueError(f"unknown risk measure {risk!r}; valid: {', '.join(RISKS)}")
         gp_profile(gp)  # ValueError if unknown
+        if n_init is not None and (isinstance(n_init, bool) or not isinstance(n_init, int) or n_init < 1):
+            raise ValueError(f"n_init must be a positive integer, got {n_init!r}")
         return CellSpec(problem, algorithm, seed, iterations, alpha,
-                        tuple(sorted((options or {}).items())), kind, gp, risk)
+                        tuple(sorted((options or {}).items())), kind, gp, risk, n_init)
 
 
 @dataclass

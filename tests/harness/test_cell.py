@@ -80,3 +80,23 @@ def test_a_short_vucb_run_on_branin_lowers_the_regret() -> None:
         last.append(math.log10(rows[-1]["regret"]))
         assert min(r["regret"] for r in rows[1:]) < rows[0]["regret"]
     assert np.mean(last) < np.mean(first) - 0.3
+
+
+def test_a_cells_own_initial_design_size_is_used_and_named_only_when_set() -> None:
+    """``n_init`` in a spec: the run starts from that many observations (the problem's design drawn
+    at that size), the label says it, the stored spec reads back with it, and a spec without it keeps the hash it had
+    (no ``n_init`` key in its JSON)."""
+    from harness.grid_cells import cell_label
+    from harness.results import spec_from_dict, spec_hash
+
+    problem = build_problem("branin-1-1-discrete")
+    plain = CellSpec.make("branin-1-1-discrete", "random", 0, 2)
+    own = CellSpec.make("branin-1-1-discrete", "random", 0, 2, n_init=problem.n_init + 3)
+    assert "n_init" not in plain.to_json() and spec_hash(plain) != spec_hash(own)
+    assert cell_label(own).endswith(f"n_init={problem.n_init + 3}") and "n_init" not in cell_label(plain)
+    assert spec_from_dict(own.to_dict()) == own and spec_from_dict(plain.to_dict()) == plain
+    rows_plain, rows_own = run_cell(plain).rows, run_cell(own).rows
+    assert rows_plain[0]["n_obs"] == problem.n_init and rows_own[0]["n_obs"] == problem.n_init + 3
+    assert rows_own[1]["n_obs"] == problem.n_init + 4
+    with pytest.raises(ValueError, match="n_init must be a positive integer"):
+        CellSpec.make("branin-1-1-discrete", "random", 0, 2, n_init=0)

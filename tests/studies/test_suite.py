@@ -34,10 +34,17 @@ def test_the_suite_is_every_method_of_each_source_measure_on_each_problem() -> N
     # the problems' alphas; every method at its full effort (its defaults); the one-shot KGs on the
     # fused engine with the exact gradient; BoRisk's 40 samples of W for its method on f6
     assert all(c.alpha is None for c in cells)
+    # BoRisk's initial design, 2 d + 2 points, where the problem's own differs (the newsvendor's 6)
+    for c in cells:
+        d = build_problem(c.problem, with_optimum=False)
+        borisk = 2 * (d.d_x + d.d_z) + 2
+        assert c.n_init == (borisk if c.problem == "newsvendor-1-2" else None), c
     for c in cells:
         expected_options = {}
         if c.algorithm in ("rhokg-oneshot", "botorch-risk"):
             expected_options = {"engine": "fused", "gradient": "exact"}
+        if c.algorithm in ("cvucb", "cvts"):  # their authors' scripts: --beta 3.0, a constant
+            expected_options = {"beta": "authors"}
         if (c.problem, c.algorithm) == ("marzat-f6-4-3", "rhokg-apx"):
             expected_options["num_w_samples"] = 40
         assert dict(c.options) == expected_options, (c.problem, c.algorithm)
@@ -45,9 +52,10 @@ def test_the_suite_is_every_method_of_each_source_measure_on_each_problem() -> N
 
 
 def test_the_suites_other_cells_are_the_published_suites() -> None:
-    """The methods whose options the full-effort suite keeps (all but rho-KG^apx and the one-shot
-    KGs) have the specs, and so the hashes, of the published suite's cells: those 310 cells are
-    copied from the publication into the run, not rerun (docs/reproduction/_pinned/README.md)."""
+    """The cells whose settings the suite as its sources ran it keeps (all but rho-KG^apx's and the
+    one-shot KGs', CV-UCB's and CV-TS's, with their authors' beta now, and the newsvendor's, from
+    BoRisk's design) have the specs, and so the hashes, of the published suite's cells: those 150
+    cells are copied from the publication into the run, not rerun (docs/reproduction/_pinned/README.md)."""
     import json
     from pathlib import Path
 
@@ -57,5 +65,7 @@ def test_the_suites_other_cells_are_the_published_suites() -> None:
                          "_grid.json").read_text())
     published = {spec_hash(spec_from_dict(c)) for c in record["cells"]}
     cells = resolve_grid("suite").cells
-    kept = {spec_hash(c) for c in cells if c.algorithm not in ("rhokg-apx", "rhokg-oneshot", "botorch-risk")}
-    assert len(kept) == 310 and kept <= published
+    moved = ("rhokg-apx", "rhokg-oneshot", "botorch-risk", "cvucb", "cvts")
+    kept = {spec_hash(c) for c in cells if c.algorithm not in moved and c.problem != "newsvendor-1-2"}
+    assert len(kept) == 150 and kept <= published
+    assert not {spec_hash(c) for c in cells if spec_hash(c) not in kept} & published
