@@ -1,4 +1,8 @@
-"""Benchmark problems for VaR optimization: values with a vectorized f(x, z) and certified optima."""
+"""Benchmark problems of risk-averse optimization: a vectorized f(x, z), the distribution of Z
+(discrete or continuous), the risk measures of f under Z (VaR, CVaR, worst case, mean:
+:mod:`problems.measures`) and certified optima (:mod:`problems.optima`); the V-UCB paper's
+problems and the field's (BoRisk's, the CV-UCB paper's), registered by name in :data:`PROBLEMS`,
+each with its source and deviations."""
 
 from problems.base import Optimum, Problem
 from problems.distributions import ContinuousZ, DiscreteZ, TruncatedNormalZ, UniformZ, gaussian_grid
