@@ -10,6 +10,8 @@ import argparse
 from collections import Counter
 from dataclasses import dataclass
 
+from algorithms import algorithm_factory
+from algorithms.cost import DEFAULT_ITERATION_S
 from harness.cell import CellSpec
 from harness.grid_cells import (
     BELOW_MIN_MASS,
@@ -157,5 +159,36 @@ def print_dry_run(args: argparse.Namespace, cells: list[CellSpec], out: Location
         print(f"cost: the measured seconds per iteration of the finished cells in {out} for "
               f"{len(plan.rates)} (problem, algorithm, options) group(s) (scaled by the algorithm's "
               "declared cost model for other options of a pair), the declared model for the rest")
+    for line in guess_lines(plan):
+        print(line)
     print(f"to run: {len(plan.to_run)} cells, {plan.estimate} (estimate)")
+
+
+def guess_lines(plan: Plan) -> list[str]:
+    """One line per algorithm among the cells to run whose estimate is a guess: it declares no cost
+    model (``iteration_seconds`` on its class, :mod:`algorithms.cost`) and no finished cell of it
+    was measured, so its iterations are priced at :data:`algorithms.cost.DEFAULT_ITERATION_S`.
+
+    Args:
+        plan: the run's plan (its cells to run and the measured rates).
+
+    Returns:
+        The lines, empty where every estimate comes from a declared model or a measurement.
+    """
+    measured = {key[1] for key in plan.rates}
+    guessed: dict[str, int] = {}
+    for spec in plan.to_run:
+        if spec.kind != "bo" or spec.algorithm in measured:
+            continue
+        try:
+            declared = getattr(algorithm_factory(spec.algorithm), "iteration_seconds", None) is not None
+        except (KeyError, ValueError):  # not importable here: priced as a guess too
+            declared = False
+        if not declared:
+            guessed[spec.algorithm] = guessed.get(spec.algorithm, 0) + 1
+    return [f"guess: {name} ({n} cells) declares no cost model, so its iterations are priced at "
+            f"{DEFAULT_ITERATION_S} s each, a default that may be off several times; declare one "
+            "(a static iteration_seconds(size, options) on its class: docs/how-to/own-algorithm.md), "
+            "or run a few of its cells first: the dry run then prices the rest at their measured rate"
+            for name, n in sorted(guessed.items())]
 

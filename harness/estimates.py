@@ -54,6 +54,8 @@ def declared_rate(spec: CellSpec) -> float:
     share, which its problem declares (:attr:`problems.Problem.overhead_seconds`);
     :data:`algorithms.cost.DEFAULT_ITERATION_S` for an algorithm that does not import here."""
     size = replace(_problem_size(spec.problem, cell_iterations(spec)), risk=spec.risk)
+    if spec.n_init is not None:  # the cell's own design
+        size = replace(size, n_init=spec.n_init)
     try:
         factory = algorithm_factory(spec.algorithm)
     except (KeyError, ValueError):

@@ -179,3 +179,18 @@ def test_an_own_method_is_compared_with_published_rows_without_rerunning_them(tm
     assert "The runs compared" in html and "2 of them have identical rows" in html
     shared = pd.read_csv(tmp_path / "r" / "across_runs.csv")
     assert len(shared) == 2 and shared["identical"].all()
+
+
+def test_a_dry_run_says_which_estimates_are_a_guess(tmp_path: Path) -> None:
+    """A plug-in without a cost model (the toy: no ``iteration_seconds``) is priced at the default
+    and the dry run says so, with how to declare one; a registered method (random search declares
+    one) gets no such line."""
+    grid = tmp_path / "g.toml"
+    grid.write_text("seeds = 1\niterations = 3\n[[cells]]\nproblems = [\"toy_plugin:toy_problem\"]\n"
+                    "algorithms = [\"toy_plugin:Toy\", \"random\"]\n")
+    done = _run("-m", "harness.run", "--grid", str(grid), "--out", str(tmp_path / "out"), "--dry-run")
+    assert done.returncode == 0, done.stderr
+    guesses = [line for line in done.stdout.splitlines() if line.startswith("guess: ")]
+    assert len(guesses) == 1
+    assert guesses[0].startswith("guess: toy_plugin:Toy (1 cells) declares no cost model")
+    assert "iteration_seconds" in guesses[0] and "docs/how-to/own-algorithm.md" in guesses[0]
