@@ -66,7 +66,7 @@ from analysis.report_sections import document
 from analysis.summary import final_summary
 from analysis.timing import ratio_table, timing_table
 from harness.cli import exit_with
-from harness.results import location, read_timings
+from harness.results import MANIFEST, DamagedFileError, location, read_manifest, read_timings
 from harness.study import NO_STUDY, Study, load_study, study_of_grid
 from problems.measures import DEFAULT_RISK, WORST_CASE
 
@@ -265,6 +265,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def not_a_run(folder: Path) -> str:
+    """Why ``folder`` is not the results folder of one grid run, as ``--with`` wants it (a
+    publication such as ``docs/reproduction/NAME``), or ``""``: it must record its grid
+    (``_grid.json``) and hold cells or packs one level down (``PROBLEM/ALGORITHM/...``); a report's
+    folder or a folder of several publications are neither.
+
+    Args:
+        folder: the folder given to ``--with``.
+
+    Returns:
+        The reason in a few words with the folder expected, or ``""``.
+    """
+    expected = "the folder of one grid run is expected, e.g. a publication such as docs/reproduction/suite"
+    try:
+        manifest = read_manifest(folder)
+    except DamagedFileError as error:
+        return f"{error}; {expected}"
+    if manifest is None:
+        return f"not the results folder of a grid run (no {MANIFEST}); {expected}"
+    if not any(folder.glob("*/*.parquet")) and not any(folder.glob("*/*/*.parquet")):
+        return f"records grid {manifest[0]!r} but holds no cells; {expected}"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -280,6 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     for folder in (args.results, *args.also):
         if not folder.is_dir():
             print(f"analysis.report: error: {folder} is not a folder", file=sys.stderr)
+            return EXIT_USAGE
+    for folder in args.also:
+        problem = not_a_run(folder)
+        if problem:
+            print(f"analysis.report: error: --with {folder}: {problem}", file=sys.stderr)
             return EXIT_USAGE
     if not args.floor > 0:
         print(f"analysis.report: error: --floor must be positive, got {args.floor}", file=sys.stderr)

@@ -4,6 +4,7 @@ the pairwise tests by scipy's exact Wilcoxon test and Holm's rule written out.""
 
 import itertools
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -190,3 +191,21 @@ def test_the_choice_is_the_best_average_rank_at_each_budget_with_the_methods_no_
     assert end["tied"] == ", ".join(sorted((m for m in others if adjusted[m] >= 0.05), key=mean_rank.get))
     assert end["tied"] == ("close" if best == "slow" else "slow")  # this draw: the two are not told apart
     assert end["best_seconds"] == pytest.approx(1.0 if best == "slow" else 0.1)
+
+
+@pytest.mark.parametrize("other", ["docs/reproduction/suite/_report", "docs", "docs/reproduction/_pinned"])
+def test_with_takes_the_folder_of_one_run_only(other: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture) -> None:
+    """``--with`` a report's folder, a folder of several publications or one without cells: one line
+    naming the folder expected, exit 2, before anything is read (a report that said "compared with"
+    and held none of the other run's methods misled)."""
+    from analysis.report import main as report_main
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "report"
+    assert report_main([str(root / "docs/reproduction/paper-extra"), "--with", str(root / other),
+                        "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--with {root / other}: " in err
+    assert "e.g. a publication such as docs/reproduction/suite" in err
+    assert not (out / "report.md").exists()
