@@ -17,13 +17,15 @@ that they hand out checkpoints and a stopped run resumes from them), runs it onc
 3. at a random moment, one fault of a random kind (:data:`KINDS`): SIGKILL, SIGINT or SIGTERM to
    the driver; SIGKILL to a worker running a cell (a ``ray::_execute_cell`` child of the driver's
    raylet), to the raylet or to the GCS server; a flipped byte or a truncated file (a cell file, a
-   checkpoint or another file of the folder), two cell files swapped, or the folder read-only for
-   5-15 s (``chattr +i`` as root, who ignores permissions; ``chmod a-w`` otherwise). The kinds
+   checkpoint or another file of the folder), two cell files swapped, the folder read-only for
+   5-15 s (``chattr +i`` as root, who ignores permissions; ``chmod a-w`` otherwise), or the disk
+   full after a random number of the cells to run (the test hook ``VARBO_TEST_FULL_DISK_AFTER`` of
+   ``harness.store``, set in the driver's environment: filling a real disk needs a mount). The kinds
    come in seeded shuffles of the whole list, so ``len(KINDS)`` rounds try every kind once;
 4. the driver's exit (a hang after ``--hang-s`` counts, and the run is then killed), and whether its
-   exit code tells the truth: 130 after SIGINT and 143 after SIGTERM; 1 after a dead raylet or GCS
-   while cells were left; otherwise 0 exactly when every cell of the grid is finished on disk
-   (judged by the driver's own last count when a file fault came after it), else 1;
+   exit code tells the truth: 130 after SIGINT and 143 after SIGTERM; 75 after a full disk; 1 after a
+   dead raylet or GCS while cells were left; otherwise 0 exactly when every cell of the grid is
+   finished on disk (judged by the driver's own last count when a file fault came after it), else 1;
 5. ``--stray-wait-s`` after the driver ended, the processes of that run still running (its
    session's, those its watchdog recorded in ``/tmp/varbo-bench-<uid>/driver-<pid>-<start>.json``,
    and the watchdog itself; the same pid with the same start time): strays, which are then ended;
@@ -82,6 +84,7 @@ from chaos_faults import (  # noqa: E402
     STOPPING_KINDS,
     Fault,
     all_done,
+    full_disk_env,
     inject,
     seed_folder,
     visible_cell_files,
@@ -138,6 +141,8 @@ def truthful(fault: Fault, code: int | None, done: bool, output: str) -> tuple[b
         expected = {143}
     elif kind in ("raylet-sigkill", "gcs-sigkill"):
         expected = {0, 1} if done else {1}  # after the grid's end, a lost Ray costs nothing
+    elif kind == "full-disk":
+        expected = {75}
     elif kind == "readonly" and re.search(r"^harness\.run: error: --out .* is not writable", output, re.M):
         expected = {2}  # read-only when the driver checked its folder: bad input, before anything ran
     elif fault.after_summary is None:  # the driver counted its cells as the fault came: either
@@ -270,7 +275,8 @@ def fault_delay(kind: str, setup: Setup, share: float, rng: random.Random) -> fl
 
 def faulted_run(setup: Setup, kind: str, folder: Path, share: float, rng: random.Random) -> dict:
     """Steps 2-5 of a round: the driver, the fault, its exit and its strays."""
-    driver = Driver(setup.grid_file, folder, folder.parent / f"{folder.name}.faulted.log")
+    env = full_disk_env(round(share * len(setup.cells)), rng) if kind == "full-disk" else None
+    driver = Driver(setup.grid_file, folder, folder.parent / f"{folder.name}.faulted.log", env)
     fault = inject(kind, driver, folder, fault_delay(kind, setup, share, rng), setup.hang_s, rng)
     # a fault that stops the driver: hang_s to stop; otherwise the rest of the grid too
     stops = kind in STOPPING_KINDS and fault.at is not None

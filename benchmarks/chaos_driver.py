@@ -86,20 +86,22 @@ def kill_if_same(pid: int, start: str, signum: int = signal.SIGKILL) -> bool:
 
 class Driver:
     """``python -m harness.run --grid FILE --out OUT --num-cpus 2 --no-progress --checkpoint-every-s
-    1`` in a session of its own, its output in ``log``. A thread notes, while it runs, the processes
+    1`` in a session of its own, its output in ``log``, with ``env`` added to this process's
+    environment (a test hook's variable). A thread notes, while it runs, the processes
     of its session and what its watchdog records (the record is removed when the watchdog ends), and
     its watchdog, found by the record's path on its command line: :meth:`strays` checks them all
     after the driver's end."""
 
-    def __init__(self, grid_file: Path, out: Path, log: Path) -> None:
-        self.log = log
+    def __init__(self, grid_file: Path, out: Path, log: Path, env: dict[str, str] | None = None) -> None:
+        self.log, self.env = log, dict(env or {})
         command = [sys.executable, "-m", "harness.run", "--grid", str(grid_file), "--out", str(out),
                    "--num-cpus", "2", "--no-progress", "--checkpoint-every-s", CHECKPOINT_EVERY_S]
         self.started_at = time.monotonic()
         with open(log, "w") as stream:
             self.process = subprocess.Popen(
                 command, cwd=ROOT, stdout=stream, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                env=os.environ | self.env, start_new_session=True,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.pid = self.process.pid
         self.start = process_start(self.pid) or "-"
         self.record = RECORDS / f"driver-{self.pid}-{self.start}.json"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -18,14 +19,18 @@ from chaos_driver import SUMMARY, Driver, kill_if_same  # first: it puts this ch
 
 from harness.results import CHECKPOINT_DIR, cell_path, check_cell_file, visible_files
 from harness.spec import CellSpec
+from harness.store import FULL_DISK_HOOK
 
 #: The kinds of fault, one per round.
 KINDS = ("driver-sigkill", "driver-sigint", "driver-sigterm", "worker-sigkill", "raylet-sigkill",
-         "gcs-sigkill", "flip", "truncate", "swap", "readonly")
+         "gcs-sigkill", "flip", "truncate", "swap", "readonly", "full-disk")
 #: Faults that need the local Ray up: their moment is counted from the driver's "Ray ready" line.
 RAY_KINDS = ("worker-sigkill", "raylet-sigkill", "gcs-sigkill")
 #: Faults after which the driver must stop at once (the others let it finish its grid).
-STOPPING_KINDS = ("driver-sigkill", "driver-sigint", "driver-sigterm", "raylet-sigkill", "gcs-sigkill")
+STOPPING_KINDS = ("driver-sigkill", "driver-sigint", "driver-sigterm", "raylet-sigkill", "gcs-sigkill",
+                  "full-disk")
+#: The driver's line at a full disk's first refused write (:mod:`harness.ray_runner`).
+FULL = re.compile(r"^harness\.run: error: .* is full: ", re.MULTILINE)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -192,12 +197,32 @@ def _swap(out: Path, driver: Driver, deadline: float, rng: random.Random) -> str
     return f"{first.relative_to(out)} and {second.relative_to(out)} swapped"
 
 
+def full_disk_env(to_run: int, rng: random.Random) -> dict[str, str]:
+    """The environment of a driver whose disk is full after a random number of its ``to_run``
+    cells (0 to ``to_run`` - 1, so that it always comes): the hook of :mod:`harness.store`, since a
+    real disk cannot be filled here without mounting one."""
+    return {FULL_DISK_HOOK: str(rng.randrange(max(1, to_run)))}
+
+
+def _full_disk(driver: Driver, patience_s: float) -> str | None:
+    """Wait for the driver's line at its first refused write (the hook set in :func:`full_disk_env`
+    fills its disk): what happened, or None if it ended or waited ``patience_s`` without one."""
+    said = _until(driver, time.monotonic() + patience_s, lambda: FULL.search(driver.output()))
+    if not (said or FULL.search(driver.output())):  # said just before it ended: found all the same
+        return None
+    return f"the disk full after {driver.env.get(FULL_DISK_HOOK)} cell file(s) ({FULL_DISK_HOOK})"
+
+
 def inject(kind: str, driver: Driver, out: Path, delay: float, patience_s: float,
            rng: random.Random) -> Fault:
     """Wait until ``delay`` seconds after the driver's start (after its "Ray ready" line for
     :data:`RAY_KINDS`), then inject a fault of ``kind``; a target that is not there yet (a worker, a
     file) is waited for up to ``patience_s``."""
     fault = Fault(kind)
+    if kind == "full-disk":  # the driver's own writes fill its disk: the fault comes when it says so
+        fault.what = _full_disk(driver, patience_s)
+        fault.at = time.monotonic() - driver.started_at if fault.what else None
+        return fault if fault.what else Fault(kind)
     origin = driver.started_at
     if kind in RAY_KINDS:
         ready = _until(driver, time.monotonic() + patience_s, lambda: "Ray ready" in driver.output())

@@ -18,6 +18,9 @@ from harness.results import Location, location, packs
 
 EXIT_USAGE = 2
 EXIT_CELL_FAILED = 1
+#: A grid stopped because its results folder's disk is full or its quota used up (``ENOSPC``,
+#: ``EDQUOT``): sysexits' EX_TEMPFAIL, a failure that the same command, run again later, overcomes.
+EXIT_DISK_FULL = 75
 #: The exit code of a command whose reader left the pipe early (``| head``), as SIGPIPE's would be.
 EXIT_CLOSED_PIPE = 141
 

@@ -6,8 +6,13 @@ Ray starts or anything is written. Exit codes otherwise: 0 when every available 
 finished, 1 when some cell of the grid has a failure record or some cell of this run ended neither
 written nor recorded as failed (counted from what happened, not only from the files), or a local Ray
 cannot start, or the local Ray stops while the grid runs (its GCS or raylet dies: noticed within
-seconds, one line, the cells written so far are kept and the same command resumes); 130 after Ctrl-C
-and 143 after SIGTERM, at any moment until the end of the shutdown (:mod:`harness.interrupts`).
+seconds, one line, the cells written so far are kept and the same command resumes); 75 when the
+results folder's disk is full or its quota used up (``ENOSPC``, ``EDQUOT``): at the first write it
+refuses, no cell is given out any more and the running ones are stopped (:mod:`harness.ray_runner`),
+and a paragraph says how many cells are written, what is lost (the running cells' work since their
+last checkpoint) and the command that resumes once there is room (:func:`full_disk_summary`); 130
+after Ctrl-C and 143 after SIGTERM, at any moment until the end of the shutdown
+(:mod:`harness.interrupts`).
 The local Ray goes away with the driver, even one killed with SIGKILL (:mod:`harness.local_ray`).
 
 The command's arguments are :mod:`harness.grid_args`'s, what ``--dry-run`` prints
@@ -21,22 +26,24 @@ import contextlib
 import functools
 import json
 import os
+import shlex
 import socket
 import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import harness.interrupts as interrupts
 import harness.spill as spill
 from harness.catalog import algorithm_lines
 from harness.cell import CHECKPOINT_EVERY_S, CellSpec, run_cell
-from harness.cli import EXIT_USAGE, UsageError, check_writable, kernels_line, out_location
+from harness.cli import EXIT_DISK_FULL, EXIT_USAGE, UsageError, check_writable, kernels_line, out_location
 from harness.dry_run import Plan, duration_text, plan_json, print_dry_run, print_unavailable
 from harness.estimates import estimate_seconds
 from harness.grid import named_grids
 from harness.grid_args import build_parser, grid_and_cells
-from harness.grid_cells import Grid, unavailable_reason
+from harness.grid_cells import Grid, cell_label, unavailable_reason
 from harness.packed import PackedCell
 from harness.procs import process_alive, process_start
 from harness.results import (
@@ -50,7 +57,16 @@ from harness.results import (
     result_files,
     spec_hash,
 )
-from harness.store import clear_checkpoint, remove_stale_temporaries, write_manifest
+from harness.store import (
+    DiskFullError,
+    clear_checkpoint,
+    disk_full,
+    remove_stale_temporaries,
+    write_manifest,
+)
+
+if TYPE_CHECKING:  # Ray is imported only to run cells
+    from harness.ray_runner import Outcome
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = interrupts.EXIT_SIGINT  # Ctrl-C
@@ -159,6 +175,7 @@ def _lock(out: Location) -> Iterator[None]:
 def main(argv: list[str]) -> int:
     try:
         args = build_parser().parse_args(argv)
+        args.argv = list(argv)  # the words of the command that resumes this run (full_disk_summary)
         if args.list:
             return _list()
         grid, cells = grid_and_cells(args)
@@ -212,10 +229,17 @@ def _run_and_stop(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], o
     except OSError as error:  # the folder refused the driver's own files (the grid record, a
         # temporary, the lock) mid-run, e.g. made read-only: one line, not a traceback (a cell's own
         # files failing fail that cell alone, inside the task loop)
-        code = EXIT_FAILED
-        where = f" ({error.filename})" if error.filename else ""
-        print(f"harness.run: error: cannot write to {out}: {error.strerror or error}{where}", file=sys.stderr)
-        print("the cells written so far are kept; the same command resumes", file=sys.stderr)
+        if disk_full(error):  # before or after the task loop: no cell was running, nothing is lost
+            code = EXIT_DISK_FULL
+            full = DiskFullError(error.filename or "the grid's own files", error)
+            print(f"harness.run: error: {out} is full: {full}", file=sys.stderr)
+            print(full_disk_summary(full, out, classify(cells, out), [], args.argv))
+        else:
+            code = EXIT_FAILED
+            where = f" ({error.filename})" if error.filename else ""
+            print(f"harness.run: error: cannot write to {out}: {error.strerror or error}{where}",
+                  file=sys.stderr)
+            print("the cells written so far are kept; the same command resumes", file=sys.stderr)
     finally:
         code = stop_ray(code, lost=lost)
     return code
@@ -296,26 +320,16 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
                    else functools.partial(run_cell, checkpoint_every_s=args.checkpoint_every_s))
         outcome = run_cells(to_run, out, costs, args.max_in_flight, cell_fn=cell_fn,
                             progress=not args.no_progress, checkpoints=not args.no_checkpoints)
-        ran = len(outcome.done) + len(outcome.failed)
-        cpus = _cpus_used()
-        # CPU-seconds not spent inside cells (imports, scheduling, writing, idle tail), per cell
-        per_cell = (cpus * outcome.wall_s - outcome.cell_s) / max(1, ran)
-        # after Ctrl-C the wall time holds the unfinished cells' work too, and a resumed or retried
-        # cell's time is only its last part: no overhead figure then
-        overhead = (f", overhead per cell (CPUs x wall - cell times) / cells = {per_cell:.2f} s"
-                    if not outcome.interrupted and not outcome.resumed and not outcome.retried else "")
-        print(f"ran {ran} cells in {outcome.wall_s:.1f} s on {cpus} CPUs (sum of cell times "
-              f"{outcome.cell_s:.1f} s, Ray start {ray_start:.1f} s{overhead}): {len(outcome.done)} "
-              f"written, {len(outcome.failed)} failed")
-        if outcome.resumed:
-            print(f"{len(outcome.resumed)} cell(s) resumed from their checkpoints, "
-                  f"{outcome.retried} task(s) resubmitted after a worker or node died")
+        _report_ran(outcome, ray_start)
         interrupted = outcome.interrupted
     states = classify(cells, out)  # from the files: exact even if Ctrl-C came between a write and its count
     failed = [c for c in cells if states[c] == "failed"]
     summary = Counter(states.values())
     print(f"grid {grid.name}: {summary['done']} done, {summary['missing']} missing, "
           f"{summary['failed']} failed, {summary['not available']} not available")
+    if to_run and outcome.disk_full is not None:
+        print(full_disk_summary(outcome.disk_full, out, states, outcome.stopped, args.argv))
+        return EXIT_DISK_FULL
     if interrupted:
         interrupts.report("interrupted: the same command resumes", sys.stdout)
         return EXIT_TERMINATED if outcome.terminated else EXIT_INTERRUPTED
@@ -335,6 +349,55 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
             print(f"failed cells: python -m harness.status {out} (details in {out / '_failed'})")
         return EXIT_FAILED
     return 0
+
+
+def _report_ran(outcome: Outcome, ray_start: float) -> None:
+    """The line on the cells this run ran (their times, the overhead per cell) and the resumes."""
+    ran = len(outcome.done) + len(outcome.failed)
+    cpus = _cpus_used()
+    # CPU-seconds not spent inside cells (imports, scheduling, writing, idle tail), per cell
+    per_cell = (cpus * outcome.wall_s - outcome.cell_s) / max(1, ran)
+    # after Ctrl-C or a full disk the wall time holds the unfinished cells' work too, and a resumed
+    # or retried cell's time is only its last part: no overhead figure then
+    whole = not (outcome.interrupted or outcome.disk_full or outcome.resumed or outcome.retried)
+    overhead = f", overhead per cell (CPUs x wall - cell times) / cells = {per_cell:.2f} s" if whole else ""
+    print(f"ran {ran} cells in {outcome.wall_s:.1f} s on {cpus} CPUs (sum of cell times "
+          f"{outcome.cell_s:.1f} s, Ray start {ray_start:.1f} s{overhead}): {len(outcome.done)} "
+          f"written, {len(outcome.failed)} failed")
+    if outcome.resumed:
+        print(f"{len(outcome.resumed)} cell(s) resumed from their checkpoints, "
+              f"{outcome.retried} task(s) resubmitted after a worker or node died")
+
+
+def full_disk_summary(error: DiskFullError, out: Location, states: dict[CellSpec, str],
+                      stopped: list[CellSpec], argv: list[str]) -> str:
+    """The paragraph that ends a grid stopped by a full disk or quota.
+
+    Args:
+        error: the write that found the disk full.
+        out: the results folder.
+        states: every cell of the grid's state on disk after the stop (:func:`classify`).
+        stopped: the cells that were running, stopped.
+        argv: the command's arguments.
+
+    Returns:
+        How many cells are written, what is lost, and the command that resumes: the same one, but
+        without ``--force``, which would compute the cells written here once more.
+    """
+    counts = Counter(states.values())
+    labels = ", ".join(cell_label(spec) for spec in stopped[:3]) + (", ..." if len(stopped) > 3 else "")
+    lost = (f"the work of the {len(stopped)} cell(s) that were running ({labels}) since their last "
+            "checkpoint" if stopped else "no running cell's work (none was running)")
+    if error.cell is not None:
+        lost += (f"; the finished cell {error.cell} is not lost: it is kept at {error.kept} and the "
+                 "resume writes it" if error.kept is not None else
+                 f", and the rows of {error.cell}, which had finished (they could not be kept on this "
+                 "machine either)")
+    command = shlex.join(["python", "-m", "harness.run", *(w for w in argv if w != "--force")])
+    return (f"stopped: {out} is full ({error}). {counts['done']} of the grid's {len(states)} cells are "
+            f"written, {counts['failed']} failed, {counts['missing']} left to run (none was given out "
+            f"after the error). Lost: {lost}. Nothing partial is left. Free space on that disk (or "
+            f"raise the quota), then the same command resumes: {command}")
 
 
 def _cpus_used() -> int:

@@ -20,7 +20,13 @@ from harness.keeper import CheckpointKeeper
 from harness.ray_session import ANSWER_S, check_alive, get
 from harness.results import spec_hash
 from harness.spec import CellSpec
-from harness.store import read_checkpoint, set_aside_checkpoint, write_checkpoint
+from harness.store import (
+    DiskFullError,
+    disk_full,
+    read_checkpoint,
+    set_aside_checkpoint,
+    write_checkpoint,
+)
 
 #: The name prefix of the checkpoint keeper actor (``<prefix>-<random hex>``).
 KEEPER_NAME = "varbo-checkpoint-keeper"
@@ -93,14 +99,17 @@ class Keeper:
 
     def write_new(self, patience_s: float = ANSWER_S) -> dict[CellSpec, int]:
         """Write the checkpoints the running cells made since the last call (one that cannot be
-        written costs that cell its resume point, said once, never the grid); returns the running
-        cells' last finished iterations."""
+        written costs that cell its resume point, said once, never the grid, unless the disk is
+        full: :class:`~harness.store.DiskFullError`); returns the running cells' last finished
+        iterations."""
         taken, progress = self.call("take", patience_s=patience_s)
         for key, data in taken.items():
             spec = self.by_key[key]
             try:
                 write_checkpoint(self.out, spec, data)
             except Exception as error:
+                if disk_full(error):  # every later write would be refused too: the grid stops
+                    raise DiskFullError(f"the checkpoint of {cell_label(spec)}", error) from error
                 if spec not in self.unsaved:
                     self.unsaved.add(spec)
                     print(f"cannot write the checkpoint of {cell_label(spec)} ({type(error).__name__}: "

@@ -15,6 +15,11 @@
 * A ``ray.wait`` loop writes each finished cell (``harness.store``: temp name, then rename), so a
   cluster needs no shared filesystem, and a killed driver loses only the cells in flight.
 * Ctrl-C cancels the tasks in flight and returns; nothing partial is left behind.
+* A full disk or quota (``ENOSPC``, ``EDQUOT``: :func:`harness.store.disk_full`) at the first write
+  it refuses (a finished cell, a failure record, a checkpoint, the progress file) stops the grid the
+  same way: no cell is given out any more, the running ones are stopped (their files could not be
+  written either; their checkpoints stored before are kept), and the outcome says so
+  (:attr:`Outcome.disk_full`). Waiting for them would cost up to a cell's length for nothing.
 * The driver never blocks on Ray without a time limit: every ``ray.get`` and ``ray.wait`` has a
   timeout, between whose slices the local Ray's GCS and raylet must still run
   (:func:`harness.local_ray.lost`), so that a dead local Ray is noticed within seconds
@@ -68,9 +73,11 @@ from harness.ray_session import (
 )
 from harness.results import spec_hash
 from harness.store import (
+    DiskFullError,
     clear_checkpoint,
     clear_failure,
     clear_progress,
+    disk_full,
     provenance,
     write_cell,
     write_failure,
@@ -85,10 +92,12 @@ class Outcome:
     done: list[CellSpec] = field(default_factory=list)
     failed: list[CellSpec] = field(default_factory=list)
     unrun: list[CellSpec] = field(default_factory=list)
+    stopped: list[CellSpec] = field(default_factory=list)  # running when a full disk stopped the grid
     resumed: dict[CellSpec, int] = field(default_factory=dict)  # cell -> iteration it resumed after
     retried: int = 0  # tasks resubmitted after their worker or node died
     interrupted: bool = False
     terminated: bool = False  # interrupted by SIGTERM rather than Ctrl-C
+    disk_full: DiskFullError | None = None  # the write that found the disk full and stopped the grid
     wall_s: float = 0.0
     cell_s: float = 0.0  # sum of the cells' own wall times (inside the tasks)
     ray_start_s: float = 0.0
@@ -207,14 +216,17 @@ class _GridRun:
         return set(self.outcome.done) | set(self.outcome.failed)
 
     def run(self) -> Outcome:
-        """Turns of the loop until every cell is written or failed; Ctrl-C or SIGTERM stops it
-        (what the running cells reached is kept), a lost local Ray raises :class:`RayLostError`."""
+        """Turns of the loop until every cell is written or failed; Ctrl-C, SIGTERM or a full disk
+        stops it (what the running cells reached is kept), a lost local Ray raises
+        :class:`RayLostError`."""
         try:
             while self.queue or self.in_flight:
                 self.turn()
             self.refresh()
         except KeyboardInterrupt as error:
             self.interrupted(error)
+        except DiskFullError as error:
+            self.stop_for_full_disk(error)
         except RayLostError:
             RayMessages.silent = True
             raise
@@ -300,24 +312,35 @@ class _GridRun:
 
     def write(self, spec: CellSpec, reply: dict) -> dict:
         """Write a successful task's cell, retrying a refused write (:mod:`harness.spill`); a store
-        that still refuses the file (permissions, a full disk) turns the reply into this cell's
-        failure, and the cell is kept on this machine for the next run to write."""
+        that still refuses the file (permissions, a refused upload) turns the reply into this cell's
+        failure, and the cell is kept on this machine for the next run to write. A full disk raises
+        :class:`DiskFullError` at once, the cell kept only on another disk (no failure record: the
+        same command reruns it, unless it is kept)."""
         # per cell: where it ran, and after which iteration it resumed (None: whole)
         info = (self.info | {"host": reply.get("host"), "resumed_at": reply.get("resumed_at")}
                 | reply.get("host_record", {}))
         try:
             spill.write_with_retries(lambda: write_cell(self.out, spec, reply["result"], info))
         except Exception as error:
+            full = disk_full(error)
+            # a full disk: kept only on another one (the same disk would refuse it too)
+            path, kept = (None, "") if full and spill.same_disk(self.out) else self.keep(spec, reply, info)
+            if full:
+                label = cell_label(spec)
+                raise DiskFullError(f"the file of {label}", error, label, path) from error
             reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            try:
-                path = spill.keep(self.out, spec,
-                                  lambda folder: write_cell(folder, spec, reply["result"], info))
-                kept = f"; kept at {path}, which the same command writes into the results folder when it can"
-            except Exception as again:  # a second fault: the rows are lost, and the line says so
-                kept = f"; not kept either ({type(again).__name__}): its rows are lost"
             return {**reply, "ok": False, "traceback": traceback.format_exc(),
                     "message": f"cannot write its result: {type(error).__name__}: {reason}{kept}"}
         return reply
+
+    def keep(self, spec: CellSpec, reply: dict, info: dict) -> tuple[Path | None, str]:
+        """Keep a finished cell that the store refused on this machine (:func:`spill.keep`): where,
+        and the words its failure message ends with."""
+        try:
+            path = spill.keep(self.out, spec, lambda folder: write_cell(folder, spec, reply["result"], info))
+        except Exception as again:  # a second fault: the rows are lost, and the line says so
+            return None, f"; not kept either ({type(again).__name__}): its rows are lost"
+        return path, f"; kept at {path}, which the same command writes into the results folder when it can"
 
     def done(self, spec: CellSpec, reply: dict) -> None:
         """A written cell: its stale failure record and checkpoint go, the keeper forgets it."""
@@ -337,6 +360,8 @@ class _GridRun:
                           {k: reply.get(k) for k in ("host", "pid", "seconds")}
                           | {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
         except Exception as error:  # not even the record: the message is all there is
+            if disk_full(error):  # nothing more can be written: the grid stops (the cell reruns)
+                raise DiskFullError(f"the failure record of {cell_label(spec)}", error) from error
             self.bar.write(f"cannot write the failure record of {cell_label(spec)}: "
                            f"{type(error).__name__}: {error}", file=sys.stderr)
         self.outcome.failed.append(spec)
@@ -355,6 +380,21 @@ class _GridRun:
                 for ref in self.in_flight:
                     with contextlib.suppress(Exception):  # Ray itself may be going down with the same Ctrl-C
                         ray.cancel(ref, force=True)
+        self.outcome.unrun = list(self.in_flight.values()) + self.queue
+
+    def stop_for_full_disk(self, error: DiskFullError) -> None:
+        """A full disk or quota: say so at once, give out no more cells and stop the running ones
+        (their files and checkpoints could not be written either: the checkpoints stored before
+        are kept, and the same command resumes them from there)."""
+        self.outcome.disk_full = error
+        running = min(len(self.in_flight), self.cpus)  # the rest wait in Ray's queue, in order
+        self.outcome.stopped = list(self.in_flight.values())[:running]
+        self.bar.write(f"harness.run: error: {self.out} is full: {error}; no more cells are given out, "
+                       f"{running} running cell(s) stopped", file=sys.stderr)
+        if local_ray.lost() is None:
+            for ref in self.in_flight:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
         self.outcome.unrun = list(self.in_flight.values()) + self.queue
 
     def refresh(self) -> None:
@@ -394,6 +434,9 @@ class _GridRun:
         # HEARTBEAT_S whatever they did: its age then tells a hung driver from a busy one
         if since < PROGRESS_EVERY_S or (state == self.progress_written[1] and since < HEARTBEAT_S):
             return
-        with contextlib.suppress(Exception):
+        try:
             write_progress(self.out, running)
             self.progress_written = (now, state)
+        except Exception as error:  # advisory, unless the disk is full: then the grid stops
+            if disk_full(error):
+                raise DiskFullError("the progress file", error) from error

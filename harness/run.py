@@ -15,9 +15,11 @@ What exists, running nothing: ``--list`` (the named grids, the algorithms and th
 Bad input (unknown names, alpha outside (0, 1), negative seed or iterations, bad algorithm options,
 an --out that cannot be written) gives a one-line error and exit code 2, before anything is
 computed or written. A cell that raises while it runs gives a one-line error and exit code 1, and
-writes nothing. Ctrl-C gives exit code 130 and SIGTERM 143, at any moment from the first line (the
-handlers are in place before the slow imports) to the end of the shutdown, with one "interrupted"
-line and never a traceback (:mod:`harness.interrupts`).
+writes nothing. A grid whose disk is full or over quota stops at the first write it refuses, with
+exit code 75 and a paragraph on what is written, what is lost and the command that resumes
+(:mod:`harness.grid_cli`). Ctrl-C gives exit code 130 and SIGTERM 143, at any moment from the first
+line (the handlers are in place before the slow imports) to the end of the shutdown, with one
+"interrupted" line and never a traceback (:mod:`harness.interrupts`).
 """
 
 from __future__ import annotations
@@ -82,7 +84,9 @@ seed) and store each cell's rows as Parquet. Two modes:
 EPILOG = """\
 Exit codes: 0 done (a grid: every available cell); 1 a cell failed (a
 grid: or its local Ray stopped); 2 bad input (one line on stderr, before
-anything is computed or written); 130 interrupted by Ctrl-C, 143 by SIGTERM.
+anything is computed or written); 75 a grid's disk full or over quota: it
+stopped at the first refused write, and the same command resumes once
+there is room; 130 interrupted by Ctrl-C, 143 by SIGTERM.
 """
 
 #: The column at which every section of ``--help`` starts its options' help.

@@ -9,12 +9,18 @@ folder. The cell is then reported failed, and its failure record (where one can 
 grid's line say where it is kept. The next run of a grid into that results folder writes every kept
 cell into it first (:func:`recover`), checked whole, as finished: nothing is recomputed.
 
-If the cache folder refuses it too (the same full disk), the cell's rows are lost, and the line says
-so: this is a second fault, not one.
+If the cache folder refuses it too, the cell's rows are lost, and the line says so: this is a second
+fault, not one.
+
+A full disk or quota (:func:`harness.store.disk_full`) is not retried: it does not clear itself in
+three seconds, and every later cell would wait for it again. The cell is kept here only if this
+folder is on another file system than the results folder (:func:`same_disk`): on the same one it
+would be refused too, or take the last free blocks. The grid then stops (:mod:`harness.ray_runner`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -28,11 +34,12 @@ from harness.results import (
     cell_files,
     cell_path,
     check_cell_file,
+    is_local,
     location,
     spec_from_dict,
 )
 from harness.spec import CellSpec
-from harness.store import clear_failure, write_bytes
+from harness.store import clear_failure, disk_full, write_bytes
 
 #: Attempts at writing a finished cell before it is kept here, and the pauses between them (s).
 WRITE_ATTEMPTS = 3
@@ -52,12 +59,12 @@ def spill_folder(out: Location | str) -> Path:
 def write_with_retries(write: Callable[[], Location],
                        sleep: Callable[[float], None] = time.sleep) -> Location:
     """``write()`` up to :data:`WRITE_ATTEMPTS` times, pausing :data:`PAUSES_S` between attempts;
-    the last attempt's error is raised."""
+    the last attempt's error is raised, and a full disk's at once (:func:`harness.store.disk_full`)."""
     for attempt in range(WRITE_ATTEMPTS):
         try:
             return write()
-        except Exception:
-            if attempt == WRITE_ATTEMPTS - 1:
+        except Exception as error:
+            if attempt == WRITE_ATTEMPTS - 1 or disk_full(error):
                 raise
             sleep(PAUSES_S[min(attempt, len(PAUSES_S) - 1)])
     raise AssertionError("unreachable")  # the loop returns or raises
@@ -67,6 +74,22 @@ def keep(out: Location | str, spec: CellSpec, write: Callable[[Location], Locati
     """Write a refused cell's file with ``write(folder)`` into :func:`spill_folder` of ``out``;
     returns its path (raises what the cache folder raises)."""
     return Path(str(write(spill_folder(out))))
+
+
+def same_disk(out: Location | str) -> bool:
+    """Whether :func:`spill_folder` of ``out`` is on the file system of ``out`` (each judged by its
+    nearest existing folder); a results folder on an object store shares no disk with this machine."""
+    out = location(out)
+    if not is_local(out):
+        return False
+
+    def device(path: Path) -> int | None:
+        for folder in (path, *path.parents):
+            with contextlib.suppress(OSError):
+                return folder.stat().st_dev
+        return None
+
+    return device(Path(str(out))) == device(spill_folder(out))
 
 
 def recover(out: Location | str) -> list[CellSpec]:

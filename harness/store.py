@@ -1,11 +1,17 @@
 """Writing the results store: cells (atomically), checkpoints, failure records, the grid's manifest,
-and the clean-up of stale temporaries. Where files live and how they are read is
-:mod:`harness.results`.
+and the clean-up of stale temporaries; what a full disk is (:func:`disk_full`,
+:class:`DiskFullError`). Where files live and how they are read is :mod:`harness.results`.
+
+Test hook: ``VARBO_TEST_FULL_DISK_AFTER=K`` (:data:`FULL_DISK_HOOK`) makes this process's local
+writes behave as on a full disk once it has written K cell files: each later write creates its
+temporary, then fails with ``ENOSPC``. For the tests and ``benchmarks/chaos.py``, which cannot fill a
+real disk without mounting one; read once at import, unset it costs nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -42,6 +48,49 @@ from harness.spec import CellResult, CellSpec
 
 #: The folder of the distributions Ray vendors (see :func:`installed_distributions`).
 _VENDORED = "thirdparty_files"
+#: The errors of a store that has no room left: no space on the device, or the user's quota used up.
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+#: The test hook's variable (see the module's docstring).
+FULL_DISK_HOOK = "VARBO_TEST_FULL_DISK_AFTER"
+# the hook's state: cell files this process may still write before its disk is "full" (None: unset)
+_hook_room = [int(os.environ[FULL_DISK_HOOK])] if os.environ.get(FULL_DISK_HOOK, "").strip() else [None]
+
+
+def disk_full(error: BaseException | None) -> bool:
+    """Whether ``error``, or an error it was raised from, says the store has no room left
+    (:data:`DISK_FULL_ERRNOS`): no retry helps, and nothing else written there will be taken."""
+    seen = 0
+    while error is not None and seen < 10:  # a chain is short; a cycle must not loop
+        if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
+
+
+class DiskFullError(Exception):
+    """A write of the grid's refused by a full disk or quota (:func:`disk_full`): the grid stops.
+
+    Args:
+        what: what was being written (``the file of branin-1-1-discrete/random/seed0``).
+        error: the store's error.
+        cell: the label of the finished cell whose file it was, or None.
+        kept: where that cell was kept instead (:mod:`harness.spill`), or None.
+    """
+
+    def __init__(self, what: str, error: BaseException, cell: str | None = None,
+                 kept: Path | None = None) -> None:
+        self.what, self.error, self.cell, self.kept = what, error, cell, kept
+        strerror = getattr(error, "strerror", None) or str(error)
+        code = errno.errorcode.get(getattr(error, "errno", None) or 0, "")
+        super().__init__(f"{strerror}{f' ({code})' if code else ''} while writing {what}")
+
+
+def _emulate_full_disk(path: Path) -> None:
+    """The test hook (:data:`FULL_DISK_HOOK`): room for its last cell files, then ``ENOSPC``."""
+    if _hook_room[0] is not None and _hook_room[0] <= 0:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    if _hook_room[0] is not None and path.suffix == ".parquet":
+        _hook_room[0] -= 1
 
 
 def installed_distributions() -> list[str]:
@@ -116,6 +165,8 @@ def _write_whole(path: Location, write: Callable[[BinaryIO], object]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as stream:
+            if _hook_room[0] is not None:
+                _emulate_full_disk(path)
             write(stream)
             stream.flush()
             os.fsync(stream.fileno())  # the data on disk before the name points at it
