@@ -320,7 +320,8 @@ class _GridRun:
         info = (self.info | {"host": reply.get("host"), "resumed_at": reply.get("resumed_at")}
                 | reply.get("host_record", {}))
         try:
-            spill.write_with_retries(lambda: write_cell(self.out, spec, reply["result"], info))
+            spill.write_with_retries(lambda: write_cell(self.out, spec, reply["result"], info),
+                                     attempts=spill.write_attempts(self.out))
         except Exception as error:
             full = disk_full(error)
             # a full disk: kept only on another one (the same disk would refuse it too)

@@ -2,8 +2,9 @@
 
 A cell that finished costs its compute time again if its file cannot be written: a full disk, a
 refused upload, a folder turned read-only. The grid retries such a write (:data:`WRITE_ATTEMPTS`
-times, a second and then two apart: a store that was briefly unavailable takes it), and if the store
-still refuses it, writes the cell's file here instead: under this machine's cache folder
+times, a second and then two apart: a store that was briefly unavailable takes it; once on an object
+store whose client retries by itself, :func:`write_attempts`), and if the store still refuses it,
+writes the cell's file here instead: under this machine's cache folder
 (``platformdirs``; ``VARBO_SPILL_DIR`` sets another), in a folder of its own for each results
 folder. The cell is then reported failed, and its failure record (where one can be written) and the
 grid's line say where it is kept. The next run of a grid into that results folder writes every kept
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import platformdirs
 
+from harness.remote import retries_itself
 from harness.results import (
     Location,
     cell_files,
@@ -56,15 +58,22 @@ def spill_folder(out: Location | str) -> Path:
     return Path(root) / digest
 
 
-def write_with_retries(write: Callable[[], Location],
-                       sleep: Callable[[float], None] = time.sleep) -> Location:
-    """``write()`` up to :data:`WRITE_ATTEMPTS` times, pausing :data:`PAUSES_S` between attempts;
+def write_attempts(out: Location | str) -> int:
+    """How many times :func:`write_with_retries` writes a cell into ``out``: :data:`WRITE_ATTEMPTS`,
+    or once on an object store whose client retries by itself (:func:`harness.remote.retries_itself`:
+    it spent its own budget, with its backoff, on every request; a loop here would multiply it)."""
+    return 1 if retries_itself(out) else WRITE_ATTEMPTS
+
+
+def write_with_retries(write: Callable[[], Location], sleep: Callable[[float], None] = time.sleep,
+                       attempts: int = WRITE_ATTEMPTS) -> Location:
+    """``write()`` up to ``attempts`` times (:func:`write_attempts`), pausing :data:`PAUSES_S` between;
     the last attempt's error is raised, and a full disk's at once (:func:`harness.store.disk_full`)."""
-    for attempt in range(WRITE_ATTEMPTS):
+    for attempt in range(attempts):
         try:
             return write()
         except Exception as error:
-            if attempt == WRITE_ATTEMPTS - 1 or disk_full(error):
+            if attempt == attempts - 1 or disk_full(error):
                 raise
             sleep(PAUSES_S[min(attempt, len(PAUSES_S) - 1)])
     raise AssertionError("unreachable")  # the loop returns or raises
