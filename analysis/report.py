@@ -104,15 +104,16 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR, study: 
         if not duplicates.empty:
             print(f"analysis.report: {len(duplicates)} cell(s) stored twice with identical rows are counted "
                   "once (the report's Provenance lists them)", file=sys.stderr)
-        n_cells = _bo_part(doc, results, out, frame, metas, floor, paths, duplicates, study)
+        n_cells = _bo_part(doc, results, out, frame, metas, floor, paths, duplicates, study, also)
     if not timings.empty:
         n_cells += complexity_section(doc, timings, out, paths, study.complexity or NO_COMPLEXITY)
     if also:  # what each joined run is, and whether its rows compare with this one's
         across_runs_section(doc, results, also, out, paths)
     paths["report.md"], paths["report.html"] = doc.write(out)
     elapsed = time.perf_counter() - started
-    print(f"analysis.report: {n_cells} cells, {len(frame) + len(timings)} rows read in "
-          f"{t_read:.1f} s; report written to {out} in {elapsed:.1f} s", file=sys.stderr)
+    others = "" if not also else f" (and the rows of {', '.join(map(str, also))}, compared with)"
+    print(f"analysis.report: {n_cells} cells of {results}{others}, {len(frame) + len(timings)} rows read "
+          f"in {t_read:.1f} s; report written to {out} in {elapsed:.1f} s", file=sys.stderr)
     return paths
 
 
@@ -204,12 +205,15 @@ def report_tables(frame: pd.DataFrame, study: Study) -> dict[str, pd.DataFrame]:
 
 
 def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas: dict, floor: float,
-             paths: dict[str, Path], duplicates: pd.DataFrame, study: Study) -> int:
-    """Figures, tables and the report's sections for the BO cells; returns the number of cells."""
+             paths: dict[str, Path], duplicates: pd.DataFrame, study: Study, also: tuple[Path, ...] = ()
+             ) -> int:
+    """Figures, tables and the report's sections for the BO cells; returns the number of cells of
+    ``results`` (those of ``also``, compared with, are counted apart in the overview)."""
     tables = report_tables(frame, study)
     panels, bands = tables.pop("panels"), tables["bands"]
     status = cell_status(results, metas)
     status["duplicates"] = duplicates
+    status["own_hashes"], status["also"] = set(metas), also
     for name, table in tables.items():
         paths[f"{name}.csv"] = out / f"{name}.csv"
         csv_ready(table).to_csv(paths[f"{name}.csv"], index=False)
@@ -235,7 +239,7 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
               tables["timing"], tables["timing_ratio"], status, figures, floor, tables["lower_bounds"], study)
     aggregate_section(doc, tables, study.baseline)
     if study.across_problems:
-        across_part(doc, frame, study, out, paths)
+        across_part(doc, frame, study, out, paths, joined=bool(also))
     if study.reduced_effort:
         effort_part(doc, frame, study, out, paths)
     return int(status["n_done"])

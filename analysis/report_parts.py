@@ -17,6 +17,7 @@ from analysis.effort import effort_table
 from analysis.figure_styles import colours
 from analysis.figures import complexity_figure
 from analysis.report_output import Document, csv_ready
+from analysis.report_sections import MIXED_HOSTS
 from analysis.subclaims import EQUIVALENCE_MARGIN
 from harness.study import Complexity, Study
 
@@ -37,8 +38,10 @@ def effort_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, pat
     doc.table(table, empty="No cell ran at both efforts.")
 
 
-def across_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, paths: dict[str, Path]) -> None:
-    """The views across problems (:mod:`analysis.across`): their CSVs, figures and section."""
+def across_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, paths: dict[str, Path],
+                joined: bool = False) -> None:
+    """The views across problems (:mod:`analysis.across`): their CSVs, figures and section;
+    ``joined``: other runs' rows are in ``frame`` (their seconds, on their hosts, are said to be)."""
     cells = study_cells(frame, study)
     ranks, friedman, pairs = across.rank_tables(cells)
     tables = {"across_profiles": across.profile_table(cells, study.baseline), "across_ranks": ranks,
@@ -56,7 +59,7 @@ def across_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, pat
     if not tables["across_cost_quality"].empty:
         figures.append(across_figures.cost_quality_figure(tables["across_cost_quality"], colour, out))
     doc.heading("Across problems")
-    doc.para(across.__doc__.split("\n\n", 1)[0].replace("\n", " "))
+    doc.para(across.__doc__.split("\n\n", 1)[0].replace("\n", " ") + (" " + MIXED_HOSTS if joined else ""))
     for name, title, fig_paths in figures:
         paths[f"{name}.png"], paths[f"{name}.pdf"] = fig_paths["png"], fig_paths["pdf"]
         doc.figure(title, fig_paths["png"], fig_paths["pdf"])

@@ -31,19 +31,32 @@ def document(doc: Document, results: Path, frame: pd.DataFrame, summary: pd.Data
     _regret_section(doc, panels, figures, floor, study)
     _final_section(doc, frame, summary, bounds)
     _claims_section(doc, verdicts, study)
-    _timing_section(doc, timing, ratios, figures)
+    _timing_section(doc, timing, ratios, figures, status.get("also", ()))
     _claims_detail_section(doc, claims, verdicts, floor)
     _provenance_section(doc, results, frame, status)
+
+
+#: What a report that joins other runs says wherever it sets seconds side by side.
+MIXED_HOSTS = ("The runs joined here were timed on their own hosts: a method's seconds from one run and "
+               "another's from the other compare only through the two machines' ratio, which the "
+               "section on the runs compared measures on the cells both hold.")
 
 
 def _overview(doc: Document, results: Path, frame: pd.DataFrame, status: dict) -> None:
     """The cells and rows read, the grid's counts, the table of contents."""
     # CELL_KEYS has the target: a CVaR cell and its VaR twin (same options and seed) are two cells
-    n_cells = frame.groupby(CELL_KEYS, dropna=False).ngroups
+    own = frame["spec_hash"].isin(status.get("own_hashes", set(frame["spec_hash"])))
+    n_own = frame.loc[own].groupby(CELL_KEYS, dropna=False).ngroups
     grid = status["grid"] or status.get("grid_damaged") or "no _grid.json"
-    doc.para(f"{n_cells} cells ({len(frame)} rows) from {results}. Grid: {grid}"
-             f" ({status['n_grid_cells']} cells listed); completed {status['n_done']}, "
-             f"failed {status['n_failed']}, missing {status['n_missing']}.")
+    text = (f"{n_own} cells ({int(own.sum())} rows) from {results}. Grid: {grid} "
+            f"({status['n_grid_cells']} cells listed); completed {status['n_done']}, failed "
+            f"{status['n_failed']}, missing {status['n_missing']}.")
+    if not own.all():  # the rows of the runs compared with: counted apart, never as this run's
+        n_other = frame.loc[~own].groupby(CELL_KEYS, dropna=False).ngroups
+        text += (f" Compared with {n_other} cells ({int((~own).sum())} rows) of "
+                 f"{', '.join(str(f) for f in status.get('also', ()))}, read, not rerun (their "
+                 "provenance: the section on the runs compared).")
+    doc.para(text)
     doc.contents()
 
 
@@ -128,14 +141,16 @@ def _claims_section(doc: Document, verdicts: pd.DataFrame, study: Study) -> None
     doc.bullets(conclusions(verdicts))
 
 
-def _timing_section(doc: Document, timing: pd.DataFrame, ratios: pd.DataFrame, figures: list) -> None:
+def _timing_section(doc: Document, timing: pd.DataFrame, ratios: pd.DataFrame, figures: list,
+                    also: tuple = ()) -> None:
     """The per-iteration times, their figure (the last of ``figures``) and the costlier / cheaper
-    ratios of the pairs the study's "cheaper" claims name (:func:`analysis.timing.ratio_table`)."""
+    ratios of the pairs the study's "cheaper" claims name (:func:`analysis.timing.ratio_table`);
+    where other runs are joined (``also``), that their seconds were measured on their own hosts."""
     doc.heading("Timing")
     doc.para("Per-iteration times over iterations >= 1 (median and interquartile range, seconds); total "
              "cell time = the sum of t_fit_s, t_acq_s, t_rec_s and t_eval_s over a cell's rows (median and "
              "IQR over cells). Ratios: for each pair a 'cheaper' claim of the study names, the costlier "
-             "series' median / the cheaper series' median.")
+             "series' median / the cheaper series' median." + (" " + MIXED_HOSTS if also else ""))
     _, title, fig_paths = figures[-1]
     doc.figure(title, fig_paths["png"], fig_paths["pdf"])
     doc.table(timing)

@@ -209,3 +209,41 @@ def test_with_takes_the_folder_of_one_run_only(other: str, tmp_path: Path,
     assert err.count("\n") == 1 and f"--with {root / other}: " in err
     assert "e.g. a publication such as docs/reproduction/suite" in err
     assert not (out / "report.md").exists()
+
+
+def test_the_overview_counts_each_runs_cells_apart() -> None:
+    """A report with ``--with``: the overview's first line counts the folder's own cells and rows (the
+    grid's status is its own), then those of the run compared with, apart, counted here again from
+    the frame by spec hash (a combined report said "630 cells from results/mine" of an 80-cell run)."""
+    from analysis.data import CELL_KEYS
+    from analysis.report_sections import _overview
+
+    rows = []
+    for source, hashes in (("mine", ["a1", "a2"]), ("published", ["b1", "b2", "b3"])):
+        for seed, spec_hash in enumerate(hashes):
+            for iteration in range(4):
+                row = {key: "x" for key in CELL_KEYS}
+                row.update(seed=seed, spec_hash=spec_hash, iteration=iteration, algorithm=source)
+                rows.append(row)
+    frame = pd.DataFrame(rows)
+    status = {"grid": "mine", "n_grid_cells": 2, "n_done": 2, "n_failed": 0, "n_missing": 0,
+              "own_hashes": {"a1", "a2"}, "also": (Path("docs/reproduction/suite"),)}
+    doc = Document("t")
+    _overview(doc, Path("results/mine"), frame, status)
+    text = "\n".join(doc.md)
+    assert "2 cells (8 rows) from results/mine. Grid: mine (2 cells listed); completed 2" in text
+    assert "Compared with 3 cells (12 rows) of docs/reproduction/suite, read, not rerun" in text
+
+
+def test_timing_views_that_join_another_run_say_its_seconds_are_its_hosts(tmp_path: Path) -> None:
+    """The timing section says that a joined run's seconds were measured on its own host only when
+    a run is joined."""
+    from analysis.report_sections import MIXED_HOSTS, _timing_section
+
+    for name in ("t.png", "t.pdf"):  # the figure's files: the document embeds the PNG
+        (tmp_path / name).write_bytes(b"\x89PNG\r\n\x1a\n")
+    figure = [("fig_timing", "Timing", {"png": tmp_path / "t.png", "pdf": tmp_path / "t.pdf"})]
+    alone, joined = Document("a"), Document("b")
+    _timing_section(alone, pd.DataFrame(), pd.DataFrame(), figure)
+    _timing_section(joined, pd.DataFrame(), pd.DataFrame(), figure, (Path("docs/reproduction/suite"),))
+    assert MIXED_HOSTS not in "\n".join(alone.md) and MIXED_HOSTS in "\n".join(joined.md)
