@@ -84,8 +84,8 @@ def test_a_short_vucb_run_on_branin_lowers_the_regret() -> None:
 
 def test_a_cells_own_initial_design_size_is_used_and_named_only_when_set() -> None:
     """``n_init`` in a spec: the run starts from that many observations (the problem's design drawn
-    at that size), the label says it, the stored spec reads back with it, and a spec without it keeps the hash it had
-    (no ``n_init`` key in its JSON)."""
+    at that size), the label says it, the stored spec reads back with it, and a spec without it
+    keeps the hash it had (no ``n_init`` key in its JSON)."""
     from harness.grid_cells import cell_label
     from harness.results import spec_from_dict, spec_hash
 
