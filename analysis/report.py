@@ -281,7 +281,7 @@ def not_a_run(folder: Path) -> str:
     Returns:
         The reason in a few words with the folder expected, or ``""``.
     """
-    expected = "the folder of one grid run is expected, e.g. a publication such as docs/reproduction/suite"
+    expected = "the folder of one grid run is expected, e.g. a publication (docs/reproduction/NAME)"
     try:
         manifest = read_manifest(folder)
     except DamagedFileError as error:

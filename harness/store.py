@@ -71,7 +71,7 @@ class DiskFullError(Exception):
     """A write of the grid's refused by a full disk or quota (:func:`disk_full`): the grid stops.
 
     Args:
-        what: what was being written (``the file of branin-1-1-discrete/random/seed0``).
+        what: what was being written (``the file of PROBLEM/ALGORITHM/seedN``).
         error: the store's error.
         cell: the label of the finished cell whose file it was, or None.
         kept: where that cell was kept instead (:mod:`harness.spill`), or None.

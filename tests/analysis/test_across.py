@@ -207,7 +207,7 @@ def test_with_takes_the_folder_of_one_run_only(other: str, tmp_path: Path,
                         "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"--with {root / other}: " in err
-    assert "e.g. a publication such as docs/reproduction/suite" in err
+    assert "e.g. a publication (docs/reproduction/NAME)" in err
     assert not (out / "report.md").exists()
 
 
