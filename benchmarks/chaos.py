@@ -20,7 +20,11 @@ that they hand out checkpoints and a stopped run resumes from them), runs it onc
    checkpoint or another file of the folder), two cell files swapped, the folder read-only for
    5-15 s (``chattr +i`` as root, who ignores permissions; ``chmod a-w`` otherwise), or the disk
    full after a random number of the cells to run (the test hook ``VARBO_TEST_FULL_DISK_AFTER`` of
-   ``harness.store``, set in the driver's environment: filling a real disk needs a mount). The kinds
+   ``harness.store``, set in the driver's environment: filling a real disk needs a mount), or a flaky
+   object store: the round runs into S3 (moto's server) through a proxy that, from the fault's
+   moment on, answers a fifth of the requests with HTTP 500, 503 ``SlowDown``, a reset or a stall
+   past the client's read timeout (``chaos_store.py``; the round is judged on a copy of the store's
+   folder, and a cell left kept on this machine is a leftover). The kinds
    come in seeded shuffles of the whole list, so ``len(KINDS)`` rounds try every kind once;
 4. the driver's exit (a hang after ``--hang-s`` counts, and the run is then killed), and whether its
    exit code tells the truth: 130 after SIGINT and 143 after SIGTERM; 75 after a full disk; 1 after a
@@ -89,6 +93,9 @@ from chaos_faults import (  # noqa: E402
     seed_folder,
     visible_cell_files,
 )
+from chaos_store import KIND as STORE_KIND  # noqa: E402
+from chaos_store import FlakyStore  # noqa: E402
+from chaos_store import missing as store_missing  # noqa: E402
 
 from harness.grid import resolve_grid  # noqa: E402
 from harness.results import (  # noqa: E402
@@ -218,6 +225,7 @@ class Setup:
     hang_s: float
     stray_wait_s: float
     rounds: list[dict] = field(default_factory=list)
+    store: FlakyStore | None = None  # for the rounds of the kind flaky-store
 
 
 def run_reference(work: Path, grid_file: Path, hang_s: float, stray_wait_s: float) -> Setup:
@@ -276,8 +284,10 @@ def fault_delay(kind: str, setup: Setup, share: float, rng: random.Random) -> fl
 def faulted_run(setup: Setup, kind: str, folder: Path, share: float, rng: random.Random) -> dict:
     """Steps 2-5 of a round: the driver, the fault, its exit and its strays."""
     env = full_disk_env(round(share * len(setup.cells)), rng) if kind == "full-disk" else None
-    driver = Driver(setup.grid_file, folder, folder.parent / f"{folder.name}.faulted.log", env)
-    fault = inject(kind, driver, folder, fault_delay(kind, setup, share, rng), setup.hang_s, rng)
+    store = setup.store if kind == STORE_KIND else None
+    out, env = (store.uri(folder), store.env()) if store else (folder, env)
+    driver = Driver(setup.grid_file, out, folder.parent / f"{folder.name}.faulted.log", env)
+    fault = inject(kind, driver, folder, fault_delay(kind, setup, share, rng), setup.hang_s, rng, store)
     # a fault that stops the driver: hang_s to stop; otherwise the rest of the grid too
     stops = kind in STOPPING_KINDS and fault.at is not None
     since = driver.started_at + fault.at if fault.at is not None else time.monotonic()
@@ -285,6 +295,10 @@ def faulted_run(setup: Setup, kind: str, folder: Path, share: float, rng: random
     code = driver.wait(since + patience - time.monotonic())
     if code is None:
         driver.end()
+    if store:  # the faults counted, and the store's folder copied here to be judged
+        counts = store.calm()
+        fault.what = fault.what and fault.what + counts
+        store.mirror(folder)
     done = all_done(folder, setup.cells)
     output = driver.output()
     true, expected = truthful(fault, code, done, output)
@@ -298,12 +312,16 @@ def faulted_run(setup: Setup, kind: str, folder: Path, share: float, rng: random
             "exited_after_s": None if driver.ended_at is None else driver.ended_at - driver.started_at}
 
 
-def resume(setup: Setup, folder: Path) -> dict:
-    """Step 6: the same command again, undisturbed, to its end; its strays; the cells compared."""
-    driver = Driver(setup.grid_file, folder, folder.parent / f"{folder.name}.resume.log")
+def resume(setup: Setup, folder: Path, store: FlakyStore | None = None) -> dict:
+    """Step 6: the same command again, undisturbed, to its end; its strays; the cells compared
+    (``store``: the round's flaky object store, calm now)."""
+    out, env = (store.uri(folder), store.env()) if store else (folder, None)
+    driver = Driver(setup.grid_file, out, folder.parent / f"{folder.name}.resume.log", env)
     code = driver.wait(setup.hang_s + 3 * (setup.startup_s + setup.run_s))
     if code is None:
         driver.end()
+    if store:
+        store.mirror(folder)
     output = driver.output()
     found = compare(folder, setup.reference, setup.cells)
     strays = wait_strays(driver, setup.stray_wait_s)
@@ -313,16 +331,20 @@ def resume(setup: Setup, folder: Path) -> dict:
             "resumed": _count(r"(\d+) cell\(s\) resumed from their checkpoints", output),
             # 0 exactly when every cell is finished (and a cell left unfinished is counted as lost)
             "resume_truthful": code is None or (code == 0) == (not found["lost"] and not found["unreadable"]),
-            "resume_tracebacks": output.count("Traceback"), "leftovers": leftovers(folder), **found}
+            "resume_tracebacks": output.count("Traceback"),
+            "leftovers": leftovers(folder) + (store.kept_cells() if store else []), **found}
 
 
 def play_round(setup: Setup, number: int, kind: str, rng: random.Random, work: Path) -> dict:
     """One round (see the module's docstring); its record."""
     folder = work / f"round-{number:02d}"
     copied = seed_folder(folder, setup.reference, setup.cells, rng)
+    store = setup.store if kind == STORE_KIND else None
+    if store:
+        store.upload(folder)
     share = (len(setup.cells) - copied) / len(setup.cells)
     record = {"round": number, "copied": copied, **faulted_run(setup, kind, folder, share, rng)}
-    record.update(resume(setup, folder))
+    record.update(resume(setup, folder, store))
     record["counts"] = round_counts(record)
     return record
 
@@ -406,6 +428,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if unknown or not kinds or args.rounds < 1:
         parser.error(f"unknown kinds {unknown}; valid: {', '.join(KINDS)}" if unknown or not kinds
                      else "--rounds must be >= 1")
+    if STORE_KIND in kinds and store_missing():
+        parser.error(f"{store_missing()}; or leave it out with --kinds")
     args.kinds = kinds
     return args
 
@@ -423,12 +447,18 @@ def main(argv: list[str] | None = None) -> int:
     except ReferenceRunError as error:
         print(f"chaos: {error}", file=sys.stderr)
         return 2
-    for number, kind in enumerate(schedule(args.rounds, rng, args.kinds), start=1):
-        # a generator per round: the timing-dependent draws of one round (which file, which worker)
-        # do not move the next rounds' copies and moments
-        record = play_round(setup, number, kind, random.Random(args.seed * 100_003 + number), work)
-        setup.rounds.append(record)
-        print(round_line(record), flush=True)
+    order = schedule(args.rounds, rng, args.kinds)
+    setup.store = FlakyStore(work) if STORE_KIND in order else None
+    try:
+        for number, kind in enumerate(order, start=1):
+            # a generator per round: the timing-dependent draws of one round (which file, which
+            # worker) do not move the next rounds' copies and moments
+            record = play_round(setup, number, kind, random.Random(args.seed * 100_003 + number), work)
+            setup.rounds.append(record)
+            print(round_line(record), flush=True)
+    finally:
+        if setup.store:
+            setup.store.stop()
     text, totals = table(setup.rounds)
     print(text)
     bad = {name: totals[name] for name in MUST_BE_ZERO if totals[name]}

@@ -23,7 +23,7 @@ from harness.store import FULL_DISK_HOOK
 
 #: The kinds of fault, one per round.
 KINDS = ("driver-sigkill", "driver-sigint", "driver-sigterm", "worker-sigkill", "raylet-sigkill",
-         "gcs-sigkill", "flip", "truncate", "swap", "readonly", "full-disk")
+         "gcs-sigkill", "flip", "truncate", "swap", "readonly", "full-disk", "flaky-store")
 #: Faults that need the local Ray up: their moment is counted from the driver's "Ray ready" line.
 RAY_KINDS = ("worker-sigkill", "raylet-sigkill", "gcs-sigkill")
 #: Faults after which the driver must stop at once (the others let it finish its grid).
@@ -214,10 +214,11 @@ def _full_disk(driver: Driver, patience_s: float) -> str | None:
 
 
 def inject(kind: str, driver: Driver, out: Path, delay: float, patience_s: float,
-           rng: random.Random) -> Fault:
+           rng: random.Random, store=None) -> Fault:
     """Wait until ``delay`` seconds after the driver's start (after its "Ray ready" line for
     :data:`RAY_KINDS`), then inject a fault of ``kind``; a target that is not there yet (a worker, a
-    file) is waited for up to ``patience_s``."""
+    file) is waited for up to ``patience_s``. ``store``: the round's flaky object store
+    (:class:`chaos_store.FlakyStore`), for the kind ``flaky-store``."""
     fault = Fault(kind)
     if kind == "full-disk":  # the driver's own writes fill its disk: the fault comes when it says so
         fault.what = _full_disk(driver, patience_s)
@@ -240,6 +241,8 @@ def inject(kind: str, driver: Driver, out: Path, delay: float, patience_s: float
         fault.what = _damage_file(out, kind, driver, deadline, rng)
     elif kind == "swap":
         fault.what = _swap(out, driver, deadline, rng)
+    elif kind == "flaky-store":  # from now to the driver's end (chaos.faulted_run calms it)
+        fault.what = store.disturb(rng) if driver.process.poll() is None else None
     else:
         seconds = rng.uniform(5.0, 15.0)
         fault.at = time.monotonic() - driver.started_at

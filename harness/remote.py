@@ -15,9 +15,13 @@ defaults for what the user left unset (:func:`storage_options`, given to univers
   variable for them): a request that hangs is cut at the read timeout and retried.
 
 fsspec's own configuration of ``s3`` (``FSSPEC_S3`` and its config files), where it sets
-``config_kwargs``, wins key by key over all of these. What is left to this project is a store that
-stays down longer than the client's budget: the finished cell is kept on this machine and written by
-the next run (:mod:`harness.spill`).
+``config_kwargs``, wins key by key over all of these. Two layers of the libraries stay as they are:
+s3fs repeats a request that timed out, lost its connection or met ``SlowDown`` up to 5 times (its
+class setting ``retries``), each with botocore's attempts; and botocore's standard mode stops
+retrying once its retry quota (per client) is spent, so that a store that is down fails fast.
+
+What is left to this project is a store that stays down longer than the client's budget: the
+finished cell is kept on this machine and written by the next run (:mod:`harness.spill`).
 """
 
 from __future__ import annotations
