@@ -1,4 +1,4 @@
-"""Views across problems that benchmarking practice draws (issue 40 item 3), from the
+"""Views across problems that benchmarking practice draws, from the
 default-configuration cells of :func:`analysis.claims.cell_values`, one risk measure (``target``) at
 a time, a method and a problem meeting at equal (problem, alpha, target, T) as in
 :mod:`analysis.aggregate`:

@@ -23,10 +23,27 @@ def _target_label(target: str) -> str:
     return measure.label if measure is not None else target
 
 
+#: The widest these figures are drawn (inches at the report's 110 dpi): about the width the built
+#: site gives a figure at a 1280 px window (929 px, measured in Chromium), so that it is shown at its
+#: own size, and :data:`PAGE_FONT` points read at the body text's 16 px there.
+PAGE_WIDTH_IN = 8.4
+#: The size of these figures' tick labels, axis labels and panel titles (points): 11 pt at 110 dpi is
+#: 16.8 px, the body text's size or above.
+PAGE_FONT = 11
+
+
+def _page_fonts(ax) -> None:
+    """A panel's tick labels, axis labels and title at :data:`PAGE_FONT`."""
+    ax.tick_params(labelsize=PAGE_FONT)
+    ax.xaxis.label.set_size(PAGE_FONT)
+    ax.yaxis.label.set_size(PAGE_FONT)
+    ax.title.set_size(PAGE_FONT)
+
+
 def _finish(fig, handles: list, labels: list[str], width: float, height: float, title: str) -> None:
     """The legend under the panels and the title above them (:func:`analysis.figure_layout.legend_and_key`,
     which gives a wrapped title the room it needs)."""
-    legend_and_key(fig, handles, labels, [], width, height, title)
+    legend_and_key(fig, handles, labels, [], width, height, title, fontsize=PAGE_FONT)
 
 
 def profile_figure(profiles: pd.DataFrame, colour: dict[str, str], baseline: str, out: Path
@@ -34,8 +51,8 @@ def profile_figure(profiles: pd.DataFrame, colour: dict[str, str], baseline: str
     """One panel per target: each method's profile (fraction of runs at or below tau) with its 95 %
     band, tau in decades of final regret against the baseline's median."""
     targets = sorted(profiles["target"].unique())
-    width = 6.5 * len(targets) if len(targets) > 1 else 8.0
-    fig, axes = plt.subplots(1, len(targets), figsize=(width, 4.6), squeeze=False)
+    width, height = PAGE_WIDTH_IN, 3.8 * len(targets)  # one panel a row: legible at the page's width
+    fig, axes = plt.subplots(len(targets), 1, figsize=(width, height), squeeze=False)
     handles: dict[str, object] = {}
     for ax, target in zip(axes.flat, targets, strict=True):
         part = profiles.loc[profiles["target"] == target]
@@ -47,14 +64,15 @@ def profile_figure(profiles: pd.DataFrame, colour: dict[str, str], baseline: str
             handles.setdefault(method, line)
         ax.axvline(0.0, color="0.5", lw=0.8, ls=":")
         n_problems = int(part["n_problems"].max())
-        ax.set_title(f"{_target_label(target)}: {n_problems} problem(s)", fontsize=10)
-        ax.set_xlabel(f"final log10 regret - {baseline}'s median on the problem (decades)")
+        ax.set_title(f"{_target_label(target)}: {n_problems} problem(s)")
+        ax.set_xlabel(f"final log10 regret - {baseline}'s median (decades)")
         ax.set_ylabel("fraction of runs at or below")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(True, alpha=0.3)
+        _page_fonts(ax)
     title = (f"Performance profiles: runs of each method by final regret against {baseline} "
              "(left and high is better; 95% stratified bootstrap band)")
-    _finish(fig, list(handles.values()), list(handles), width, 4.6, title)
+    _finish(fig, list(handles.values()), list(handles), width, height, title)
     return "fig_profiles", title, save_figure(fig, out, "fig_profiles")
 
 
@@ -115,9 +133,9 @@ def cost_quality_figure(table: pd.DataFrame, colour: dict[str, str], out: Path
     """One panel per (problem, target): each method's median seconds per iteration (log scale)
     against its median final log10 regret, with the interquartile ranges of both over seeds."""
     panels = list(table.groupby(["problem", "target"], sort=True).groups)
-    ncols = min(3, len(panels))
+    ncols = min(2, len(panels))  # two a row: legible at the page's width
     nrows = -(-len(panels) // ncols)
-    width, height = 5.0 * ncols, 3.6 * nrows
+    width, height = PAGE_WIDTH_IN, 3.4 * nrows
     fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False)
     handles: dict[str, object] = {}
     for ax, (problem, target) in zip(axes.flat, panels, strict=False):
@@ -130,10 +148,11 @@ def cost_quality_figure(table: pd.DataFrame, colour: dict[str, str], out: Path
                                  markersize=5, capsize=2)
             handles.setdefault(row.algorithm, handle)
         log_ticks(ax)
-        ax.set_title(f"{problem}, {_target_label(target)}", fontsize=10)
+        ax.set_title(f"{problem}, {_target_label(target)}")
         ax.set_xlabel("seconds per iteration")
         ax.set_ylabel("final log10 regret")
         ax.grid(True, alpha=0.3, which="both")
+        _page_fonts(ax)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     methods = sorted(handles)

@@ -1,4 +1,4 @@
-"""What a study's reduced effort changes (issue 40 item 1): for each algorithm a study runs at its
+"""What a study's reduced effort changes: for each algorithm a study runs at its
 declared reduced effort (:attr:`harness.study.Study.reduced_effort`) and also, on a sample of
 cells, at its full effort, the paired comparison of the two on each problem: the cells of one seed
 start from the same initial design and noise, so the paired difference of final log10 regret

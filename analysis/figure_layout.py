@@ -22,10 +22,11 @@ KEY_FONTSIZE = 7.5
 
 
 def legend_and_key(fig, handles: list, labels: list[str], key_lines: list[str], width_in: float,
-                    panels_height_in: float, suptitle: str) -> None:
+                    panels_height_in: float, suptitle: str, fontsize: float = LEGEND_FONTSIZE) -> None:
     """Put one legend for the whole figure and the key table under the panels, as many legend
     columns as fit the width, grow the figure by the height they take, and lay the panels out in
-    the space above them. Every size is measured on the renderer, not guessed."""
+    the space above them. Every size is measured on the renderer, not guessed. ``fontsize``: the
+    legend's (points)."""
     renderer = fig.canvas.get_renderer()
     dpi = fig.dpi
     legend = None
@@ -33,7 +34,7 @@ def legend_and_key(fig, handles: list, labels: list[str], key_lines: list[str], 
         if legend is not None:
             legend.remove()
         legend = fig.legend(handles, labels, loc="upper center", ncol=ncol, frameon=False,
-                            fontsize=LEGEND_FONTSIZE, handlelength=3.0, columnspacing=1.5)
+                            fontsize=fontsize, handlelength=3.0, columnspacing=1.5)
         if legend.get_window_extent(renderer).width / dpi <= width_in - 2 * _PAD_IN:
             break
     legend_h = legend.get_window_extent(renderer).height / dpi if labels else 0.0

@@ -301,7 +301,10 @@ def timing_figure(timing: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyl
         ax.grid(True, alpha=0.3, which="both", axis="x")
     key_lines = list(dict.fromkeys(_key_line(styles[s], s[0]) for s in series if styles[s].key))
     title = "Timing: median and interquartile range (log scale)"
-    legend_and_key(fig, handles, [styles[s].label for s in series], key_lines, width, panels_height, title)
+    # one entry per label: series a study configures per problem (an option on one problem only) are
+    # one method in one style, and a second entry would repeat the first
+    first = {styles[s].label: handle for s, handle in zip(series, handles, strict=True)}
+    legend_and_key(fig, list(first.values()), list(first), key_lines, width, panels_height, title)
     return "fig_timing", title, save_figure(fig, out, "fig_timing")
 
 

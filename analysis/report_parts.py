@@ -38,6 +38,14 @@ def effort_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, pat
     doc.table(table, empty="No cell ran at both efforts.")
 
 
+#: The across-problems section's opening, for a reader of the report (the module's docstring says
+#: the same for a reader of the code, with its references).
+ACROSS_TEXT = ("Views across problems that benchmarking practice draws (performance profiles, average "
+               "ranks with Friedman's test and a critical-difference diagram, cost against quality), "
+               "from the cells of the study's configuration, one risk measure (target) at a time, a "
+               "method and a problem meeting at equal (problem, alpha, target, T):")
+
+
 def across_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, paths: dict[str, Path],
                 joined: bool = False) -> None:
     """The views across problems (:mod:`analysis.across`): their CSVs, figures and section;
@@ -59,7 +67,7 @@ def across_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, pat
     if not tables["across_cost_quality"].empty:
         figures.append(across_figures.cost_quality_figure(tables["across_cost_quality"], colour, out))
     doc.heading("Across problems")
-    doc.para(across.__doc__.split("\n\n", 1)[0].replace("\n", " ") + (" " + MIXED_HOSTS if joined else ""))
+    doc.para(ACROSS_TEXT + (" " + MIXED_HOSTS if joined else ""))
     for name, title, fig_paths in figures:
         paths[f"{name}.png"], paths[f"{name}.pdf"] = fig_paths["png"], fig_paths["pdf"]
         doc.figure(title, fig_paths["png"], fig_paths["pdf"])

@@ -1,7 +1,7 @@
 """The numerical libraries' code paths: what pins them to one path on every Intel x86-64 host with
 AVX2, and what makes this host behave like an older one (to test the pin on one machine).
 
-The libraries under a cell choose their kernels by the CPU they find (issue 38): torch's own
+The libraries under a cell choose their kernels by the CPU they find: torch's own
 vectorized kernels by ``ATEN_CPU_CAPABILITY`` (AVX-512 where the CPU has it), Intel MKL (torch's
 BLAS and LAPACK on x86-64) by its own dispatch, OpenBLAS (numpy's and scipy's) by the core type,
 and numpy's SIMD loops by its run-time dispatch. Each rounds differently, and a BO trajectory

@@ -318,3 +318,60 @@ def test_a_study_labels_its_reduced_effort_plain_and_the_full_effort_as_a_varian
     a, b = (styles["botorch-risk", o] for o, label in labels.items() if label == "botorch-risk")
     assert (a.colour, a.linestyle, a.marker) == (b.colour, b.linestyle, b.marker)
     assert series_styles(series, STUDY.colours)["botorch-risk", "{}"].label == "botorch-risk"  # no study
+
+
+def _lab(hex_colour: str) -> np.ndarray:
+    """CIE L*a*b* (D65) of an sRGB colour ``#rrggbb``, from the standard's formulas."""
+    rgb = np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]) / 255
+    linear = np.where(rgb > 0.04045, ((rgb + 0.055) / 1.055) ** 2.4, rgb / 12.92)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ linear
+    t = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def test_the_suites_methods_drawn_together_have_colours_a_reader_tells_apart() -> None:
+    """In each figure of the suite the methods' colours lie at least 30 CIE76 units apart (CV-UCB's
+    and CV-TS's were 21 apart, and readers could not tell them apart at the page's width)."""
+    import itertools
+
+    from studies.suite.study import STUDY as SUITE
+
+    for figure in SUITE.figures:
+        colour = colours(list(figure.series), SUITE.colours)
+        for a, b in itertools.combinations(figure.series, 2):
+            distance = float(np.linalg.norm(_lab(colour[a]) - _lab(colour[b])))
+            assert distance >= 30, f"{figure.name}: {a} and {b} are {distance:.1f} apart"
+
+
+def test_the_across_problems_figures_read_at_the_pages_width(tmp_path, monkeypatch) -> None:
+    """The cost-quality figure of eight panels is drawn at most 930 px wide (the built site's figure
+    width at a 1280 px window, 929 px measured in Chromium, so it is shown at its own size) with
+    every tick label, axis label and panel title at 16 px or more (the body text's size there):
+    its tick labels were 6-7 px at three panels a row."""
+    from PIL import Image
+
+    from analysis import across_figures
+
+    sizes: list[float] = []
+    save = across_figures.save_figure
+
+    def measure(fig, out, name):
+        for ax in fig.axes:
+            texts = [*ax.get_xticklabels(), *ax.get_yticklabels(), ax.xaxis.label, ax.yaxis.label, ax.title]
+            sizes.extend(t.get_fontsize() for t in texts if t.get_text())
+        return save(fig, out, name)
+
+    monkeypatch.setattr(across_figures, "save_figure", measure)
+    rng = np.random.default_rng(0)
+    quartiles = ("q25", "median", "q75")
+
+    def three(name: str, low: float, high: float) -> dict[str, float]:
+        return dict(zip([f"{name}_{q}" for q in quartiles], sorted(rng.uniform(low, high, 3)), strict=True))
+
+    rows = [{"problem": f"problem-{p}", "target": "cvar", "algorithm": m, **three("seconds", 0.01, 5),
+             **three("final", -3, 1)} for p in range(8) for m in ("a", "b", "c")]
+    _, _, paths = across_figures.cost_quality_figure(
+        pd.DataFrame(rows), {"a": "#0173b2", "b": "#029e73", "c": "#d55e00"}, tmp_path)
+    assert Image.open(paths["png"]).size[0] <= 930
+    assert sizes and min(sizes) * 110 / 72 >= 16, min(sizes)
