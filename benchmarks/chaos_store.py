@@ -1,6 +1,6 @@
 """The chaos run's flaky object store (:mod:`chaos`, ``benchmarks/chaos.py``; the kind
 :data:`KIND`): moto's S3 server on loopback behind the fault-injecting proxy of the tests
-(``tests/harness/flaky_store.py``).
+(``benchmarks/flaky_store.py``).
 
 A round of this kind runs its driver, and then the resume, into ``s3://chaos/round-NN`` through the
 proxy, the round's copied cells uploaded there first. From the fault's moment to the driver's end,
@@ -22,7 +22,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-import chaos_driver  # noqa: F401 (first: it puts this checkout's harness and tests on sys.path)
+import chaos_driver  # noqa: F401 (first: it puts this checkout's harness on sys.path)
 
 from harness import remote, spill
 
@@ -50,9 +50,8 @@ class FlakyStore:
 
     def __init__(self, work: Path) -> None:
         import boto3
+        from flaky_store import FAULTS, FlakyProxy  # beside this script
         from moto.server import ThreadedMotoServer
-
-        from tests.harness.flaky_store import FAULTS, FlakyProxy
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

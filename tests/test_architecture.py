@@ -197,3 +197,14 @@ def test_the_checkpoint_keepers_module_loads_nothing_heavy() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parents[1])
     assert done.stdout.strip() == "['harness.keeper']"
+
+
+def test_benchmarks_import_no_tests() -> None:
+    """A benchmark runs from a checkout without its tests' modules: no file of ``benchmarks/`` imports
+    from ``tests`` (shared helpers live in ``benchmarks/`` or the packages)."""
+    import re
+
+    pattern = re.compile(r"^\s*(from\s+tests[.\s]|import\s+tests\b)", re.MULTILINE)
+    found = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "benchmarks").rglob("*.py"))
+             if pattern.search(path.read_text())]
+    assert not found, f"benchmarks that import tests: {found}"

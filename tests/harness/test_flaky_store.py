@@ -1,5 +1,5 @@
 """A flaky object store loses nothing: a grid runs into S3 (moto's server on loopback) through a
-proxy that injects faults into a fifth of the requests (:mod:`tests.harness.flaky_store`: HTTP 500,
+proxy that injects faults into a fifth of the requests (``benchmarks/flaky_store.py``: HTTP 500,
 503 ``SlowDown``, a connection reset, a request that hangs past the client's read timeout). The
 client's own retries (botocore's standard mode, :mod:`harness.remote`) absorb them: exit 0, every
 cell uploaded once and equal to an undisturbed run. A store that stays down beyond the retry budget
@@ -21,8 +21,23 @@ from harness import remote, spill
 from harness.cell import CellSpec
 from harness.results import cell_path, failure_files, location, read_cell, result_files
 from harness.run import main
-from tests.harness.flaky_store import FAULTS, FlakyProxy
 from tests.harness.test_remote_store import module_ray, s3_bucket  # noqa: F401 (the module's fixtures)
+
+
+def _flaky_store():
+    """``benchmarks/flaky_store.py`` (the chaos run's proxy too; ``benchmarks`` is no package)."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "flaky_store.py"
+    spec = importlib.util.spec_from_file_location("flaky_store", path)
+    if "flaky_store" not in sys.modules:
+        sys.modules["flaky_store"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules["flaky_store"])
+    return sys.modules["flaky_store"]
+
+
+FAULTS, FlakyProxy = _flaky_store().FAULTS, _flaky_store().FlakyProxy
 
 #: processes of their own (Ray, drivers, servers): one xdist group, one test at a time (tests/conftest.py)
 pytestmark = pytest.mark.xdist_group("processes")
