@@ -48,6 +48,7 @@ from harness.packed import PackedCell
 from harness.procs import process_alive, process_start
 from harness.results import (
     Location,
+    cell_files,
     cell_path,
     check_cell_file,
     failure_path,
@@ -245,6 +246,12 @@ def _run_and_stop(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], o
     return code
 
 
+def _kept_count(out: Location) -> int:
+    """How many finished cells are kept on this machine for ``out`` (:mod:`harness.spill`)."""
+    folder = spill.spill_folder(out)
+    return len(cell_files(folder)[0]) if folder.is_dir() else 0
+
+
 def _recover_kept(out: Location) -> None:
     """Write the finished cells a previous run kept on this machine because ``out`` refused them
     (:mod:`harness.spill`), before anything is planned: they count as done, not to run."""
@@ -345,6 +352,11 @@ def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: li
         if lost:
             print(f"{len(lost)} cell(s) done before this run are missing now (a file removed or damaged "
                   f"during the run); the same command reruns them")
+        kept = _kept_count(out)
+        if kept:  # finished, refused by the folder: the next run writes them, it does not rerun them
+            print(f"{kept} finished cell(s) that {out} refused are kept on this machine "
+                  f"({spill.spill_folder(out)}): the same command writes them first, without computing "
+                  "them again")
         if failed:
             print(f"failed cells: python -m harness.status {out} (details in {out / '_failed'})")
         return EXIT_FAILED

@@ -144,6 +144,8 @@ def test_a_store_down_beyond_the_retry_budget_keeps_the_cells_for_the_next_run(
     proxy.outage = lambda request: request.method == "PUT" and request.key in cells
     code, text = run_grid(tmp_path, out, capsys)
     assert code == 1 and text.count("which the same command writes into the results folder") == 2, text
+    assert f"{len(SPECS)} finished cell(s) that {out} refused are kept on this machine" in text, text
+    assert "the same command writes them first, without computing them again" in text
     assert len(list(spill.spill_folder(out).rglob("*.parquet"))) == len(SPECS), text
     # each attempt of the first cell's upload, as botocore counts them: 2
     assert len([r for r in proxy.requests if r.method == "PUT" and r.key == key(out, SPECS[0])]) == 2
