@@ -206,6 +206,30 @@ class Algorithm(ABC):
 Z_KINDS = frozenset({"discrete", "continuous"})
 
 
+#: The in-tree algorithm classes, in the order their modules are first imported (:func:`registered`).
+_REGISTERED: list[type] = []
+
+
+def registered(cls: type) -> type:
+    """Class decorator of an in-tree algorithm: :data:`algorithms.registry.ALGORITHMS` keys it by its
+    ``name`` once its module is imported (the registry's one import line names every module). A
+    user's algorithm is not registered: it is named by its import path (:mod:`problems.plugins`).
+
+    Args:
+        cls: an :class:`Algorithm` subclass with its ``name``.
+
+    Returns:
+        ``cls``, unchanged.
+    """
+    _REGISTERED.append(cls)
+    return cls
+
+
+def registered_classes() -> tuple[type, ...]:
+    """Every class :func:`registered` so far, in registration order."""
+    return tuple(_REGISTERED)
+
+
 def check_algorithm(key: str, factory: object) -> None:
     """One-line ``ValueError`` unless ``factory`` is an :class:`Algorithm` subclass whose
     declarations the runner can rely on: ``name`` equal to ``key`` (its registry key, or the

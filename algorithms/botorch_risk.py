@@ -85,7 +85,7 @@ from botorch.optim.initializers import gen_one_shot_kg_initial_conditions
 from botorch.sampling import SobolQMCNormalSampler
 from torch import Tensor
 
-from algorithms.base import Algorithm, Proposal, Recommendation, positive_int
+from algorithms.base import Algorithm, Proposal, Recommendation, positive_int, registered
 from algorithms.cost import ProblemSize
 from algorithms.gp import CELL_GP
 from algorithms.oneshot_fused import (
@@ -202,6 +202,7 @@ def fused_speedup(m: int) -> float:
     return points[-1][1]
 
 
+@registered
 class BotorchRisk(Algorithm):
     """BoTorch's risk-averse BO with environmental variables (one-shot rho-KG over VaR or CVaR); see
     the module docstring.

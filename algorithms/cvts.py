@@ -52,7 +52,7 @@ from botorch.models import SingleTaskGP
 from botorch.sampling.pathwise import draw_kernel_feature_paths, draw_matheron_paths
 from torch import Tensor
 
-from algorithms.base import Proposal, positive_int
+from algorithms.base import Proposal, positive_int, registered
 from algorithms.cost import ProblemSize
 from algorithms.cvucb import AUTHORS_GP, CONTINUOUS_DRAWS, CVAR_PAPER, CVUCB
 from algorithms.options import Option
@@ -94,6 +94,7 @@ def sample_cvar_function(paths: Callable[[Tensor], Tensor], k: int, points: Tens
     return sample_cvar
 
 
+@registered
 class CVTS(CVUCB):
     """CV-TS: x maximizes the CVaR of a posterior sample path; z is CV-UCB's lacing value at x
     (module docstring). ``batch`` queries from one model, evaluated one an iteration.

@@ -37,7 +37,7 @@ import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
-from algorithms.base import Algorithm, Proposal, positive_int
+from algorithms.base import Algorithm, Proposal, positive_int, registered
 from algorithms.cost import ProblemSize
 from algorithms.gp import CELL_GP, PosteriorMarginals
 from algorithms.options import Option
@@ -108,6 +108,7 @@ def cvar_upper_function(marginals: PosteriorMarginals, points: Tensor, masses: T
     return cvar_upper
 
 
+@registered
 class CVUCB(Algorithm):
     """CV-UCB: x_t maximizes CVaR of the upper bound; z_t is the largest-mass lacing value at the
     level in (0, alpha] where VaR(u) - VaR(l) is largest (module docstring).

@@ -55,7 +55,7 @@ from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
-from algorithms.base import Algorithm, Proposal, Recommendation, positive_float, positive_int
+from algorithms.base import Algorithm, Proposal, Recommendation, positive_float, positive_int, registered
 from algorithms.cost import ProblemSize
 from algorithms.options import Option
 from algorithms.search import maximize_x
@@ -109,6 +109,7 @@ _SEARCH = tuple(
     for o in search_options())
 
 
+@registered
 class RAHBO(Algorithm):
     """RAHBO: x by the risk-averse UCB of its mean and variance GPs, evaluated ``repeats`` times,
     z drawn by the loop from Z (module docstring).

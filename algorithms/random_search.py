@@ -13,11 +13,12 @@ from typing import ClassVar
 import torch
 from botorch.models import SingleTaskGP
 
-from algorithms.base import Algorithm, Proposal
+from algorithms.base import Algorithm, Proposal, registered
 from algorithms.cost import ProblemSize
 from algorithms.options import Option
 
 
+@registered
 class RandomSearch(Algorithm):
     """Uniform x, z ~ p(z). No options. Optimizes VaR, CVaR or the mean: only the recommendation depends on
     the risk measure (argmax over the queried x of the risk measure of mu_{t-1}(x, Z))."""

@@ -1,41 +1,43 @@
 """The registry of algorithms: a plain dict of names to factories.
 
 A factory is called as ``factory(problem, seed_root, **options)`` and returns an
-:class:`algorithms.base.Algorithm`. To add an algorithm, subclass it (its ``name`` is its registry
-key), add the class to the tuple here, and
-declare its options in its ``options`` attribute (:mod:`algorithms.options`; a test requires the
-declaration to match the constructor and a meaning for every option of every registered algorithm).
-The site's algorithms page generates its row, its section (label ``options-NAME``), the first
-paragraph of its module's docstring and its options from the entry (``docs/_ext/varbo_generated.py``);
-no page needs an edit.
+:class:`algorithms.base.Algorithm`. To add an algorithm, subclass it in a module of this package
+(its ``name`` is its registry key), decorate the class with :func:`algorithms.base.registered`, name
+the module in this file's import of the algorithms' modules (one line, the only one outside the
+module and its test), and declare its options in its ``options`` attribute
+(:mod:`algorithms.options`; a test requires the declaration to match the constructor and a meaning
+for every option of every registered algorithm). The site's algorithms page generates its row, its
+section (label ``options-NAME``), the first paragraph of its module's docstring and its options from
+the entry (``docs/_ext/varbo_generated.py``); no page needs an edit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from algorithms.base import Algorithm, check_algorithm
-from algorithms.botorch_risk import BotorchRisk
-from algorithms.cvts import CVTS
-from algorithms.cvucb import CVUCB
+# the algorithms' modules, one a line: importing one registers its classes (@registered)
+from algorithms import (  # noqa: F401
+    botorch_risk,
+    cvts,
+    cvucb,
+    rahbo,
+    random_search,
+    rhokg,
+    rhokg_oneshot,
+    stableopt,
+    vucb,
+    vucb_saa,
+)
+from algorithms.base import Algorithm, check_algorithm, registered_classes
 from algorithms.describe import OptionDoc
 from algorithms.options import check_declaration, describe_options
-from algorithms.rahbo import RAHBO
-from algorithms.random_search import RandomSearch
-from algorithms.rhokg import RhoKGApx, RhoKGApxReleased
-from algorithms.rhokg_oneshot import RhoKGOneShot
-from algorithms.stableopt import StableOpt
-from algorithms.vucb import VUCBProb, VUCBUnif
-from algorithms.vucb_saa import VUCBProbSAA
 from problems.plugins import import_object, is_import_path
 
 __all__ = ["ALGORITHMS", "OptionDoc", "algorithm_factory", "describe_options"]
 
-#: The registered algorithms by name, in this order: each class declares its name once
-#: (``Algorithm.name``) and is keyed by it here, never by the name typed again.
-ALGORITHMS: dict[str, Callable[..., Algorithm]] = {cls.name: cls for cls in (
-    VUCBUnif, VUCBProb, VUCBProbSAA, StableOpt, RandomSearch, RhoKGApx, RhoKGApxReleased, CVUCB, CVTS,
-    BotorchRisk, RhoKGOneShot, RAHBO)}
+#: The registered algorithms by name, in the order their modules registered them: each class declares
+#: its name once (``Algorithm.name``) and is keyed by it here, never by the name typed again.
+ALGORITHMS: dict[str, Callable[..., Algorithm]] = {cls.name: cls for cls in registered_classes()}
 for _key, _factory in ALGORITHMS.items():  # a class whose name or declarations do not hold fails here
     check_algorithm(_key, _factory)
     check_declaration(_key, _factory)

@@ -51,7 +51,7 @@ from botorch.models import SingleTaskGP
 from botorch.utils.sampling import draw_sobol_normal_samples
 from torch import Tensor
 
-from algorithms.base import Algorithm, Proposal, Recommendation, positive_float, positive_int
+from algorithms.base import Algorithm, Proposal, Recommendation, positive_float, positive_int, registered
 from algorithms.cost import ProblemSize
 from algorithms.gp import CELL_GP
 from algorithms.options import Option, with_defaults
@@ -173,6 +173,7 @@ def rhokg_evaluations(d: int, options: Mapping[str, object]) -> float:
     return low * raw + options["num_fantasies"] * (restarts * first + math.ceil(restarts / 10) * second)
 
 
+@registered
 class RhoKGApx(Algorithm):
     """rho-KG^apx, for VaR or CVaR. The defaults are BoRisk's paper settings; the last four options
     choose between the method (their default) and what BoRisk's released code does where it departs
@@ -449,6 +450,7 @@ class RhoKGApx(Algorithm):
         return Recommendation(est.past_x[i].clone(), {"var_mean_rec": float(est.now_past[i])})
 
 
+@registered
 class RhoKGApxReleased(RhoKGApx):
     """rho-KG^apx as BoRisk's last public code runs it: :class:`RhoKGApx` with
     ``acq_weights="uniform"``, ``refine="worst"``, ``tts_reset="iteration"`` and (for CVaR)

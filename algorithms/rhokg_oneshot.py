@@ -40,7 +40,7 @@ import torch
 from botorch.acquisition.risk_measures import RiskMeasureMCObjective
 from torch import Tensor
 
-from algorithms.base import positive_int
+from algorithms.base import positive_int, registered
 from algorithms.botorch_risk import BOTORCH_MEASURES, TUTORIAL, TUTORIAL_MODEL, BotorchRisk
 from algorithms.cost import ProblemSize
 from algorithms.oneshot_fused import ONE_SHOT_DEVIATIONS, SampleMeasure
@@ -85,6 +85,7 @@ class WeightedRiskMeasure(RiskMeasureMCObjective):
         return self.measure.of_distribution(values, self.masses.to(values), self.alpha)
 
 
+@registered
 class RhoKGOneShot(BotorchRisk):
     """BoTorch's one-shot rho-KG over the whole weighted support of a discrete Z (module docstring).
 

@@ -15,7 +15,7 @@ import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
-from algorithms.base import Algorithm, Proposal, Recommendation
+from algorithms.base import Algorithm, Proposal, Recommendation, registered
 from algorithms.cost import ProblemSize
 from algorithms.gp import CELL_GP, PosteriorMarginals
 from algorithms.options import Option
@@ -33,6 +33,7 @@ from problems import Problem
 from problems.measures import WORST_CASE
 
 
+@registered
 class StableOpt(Algorithm):
     """StableOpt on a discrete Z. Its options (:attr:`options`) are V-UCB's
     (:class:`algorithms.vucb.VUCB`) on a discrete Z, with the same defaults, so that the two

@@ -22,7 +22,7 @@ from typing import ClassVar
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
-from algorithms.base import Algorithm, Proposal
+from algorithms.base import Algorithm, Proposal, registered
 from algorithms.cost import ProblemSize
 from algorithms.gp import PosteriorMarginals
 from algorithms.lnso import LNSOSettings
@@ -157,6 +157,7 @@ class VUCB(Algorithm):
         return continuous_step(self, model, t)
 
 
+@registered
 class VUCBUnif(VUCB):
     """V-UCB Unif: a lacing value chosen uniformly at random."""
 
@@ -167,6 +168,7 @@ class VUCBUnif(VUCB):
                   "uniformly random one of the lacing values its search finds.")
 
 
+@registered
 class VUCBProb(VUCB):
     """V-UCB Prob: the lacing value of largest mass (ties broken at random)."""
 

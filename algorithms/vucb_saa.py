@@ -18,7 +18,7 @@ import torch
 from botorch.models import SingleTaskGP
 from torch import Tensor
 
-from algorithms.base import Algorithm, Proposal, positive_int
+from algorithms.base import Algorithm, Proposal, positive_int, registered
 from algorithms.cost import ProblemSize
 from algorithms.gp import PosteriorMarginals
 from algorithms.options import Option
@@ -39,6 +39,7 @@ from problems import ContinuousZ, Problem
 from problems.seeding import derive_seed
 
 
+@registered
 class VUCBProbSAA(Algorithm):
     """V-UCB Prob on N quasi-random draws of a continuous Z per iteration; its options
     (:attr:`options`) are ``vucb-prob``'s on a discrete Z and N, ``n_samples``."""
