@@ -3,7 +3,8 @@
     python benchmarks/optima_table.py [--problems NAME,...] [--targets var,worst_case,cvar]
 
 For each problem (default: every problem whose entry the grid-and-zoom search makes, discrete and
-continuous Z; the long searches of :data:`problems.optima.SPECIAL_SEARCHES` are left out) it runs
+continuous Z; the long searches of the problems that search their own optimum,
+:func:`problems.registry.with_own_search`, are left out) it runs
 :func:`problems.optima.search_problem` as ``python -m problems --write-optima`` does, and prints one
 line per target: the fresh value, the stored one, their difference and the search's seconds. Exits 1
 when a value differs from the table by more than the tolerance (1e-9 for a continuous Z, 1e-7 for a
@@ -29,14 +30,15 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere: the packages of 
 import torch  # noqa: E402
 
 from problems import PROBLEMS, build_problem  # noqa: E402
-from problems.optima import SPECIAL_SEARCHES, load_table, search_problem  # noqa: E402
+from problems.optima import load_table, search_problem  # noqa: E402
+from problems.registry import with_own_search  # noqa: E402
 
 TARGETS = ("var", "worst_case", "cvar")
 
 
 def searched_problems() -> list[str]:
     """Every registered problem whose table entry the grid-and-zoom search makes."""
-    return [name for name in PROBLEMS if name not in SPECIAL_SEARCHES]
+    return [name for name in PROBLEMS if name not in with_own_search()]
 
 
 def tolerance(problem) -> float:
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", default=",".join(TARGETS), help="comma-separated targets")
     args = parser.parse_args(argv)
     names = args.problems.split(",") if args.problems else searched_problems()
-    unknown = [n for n in names if n not in PROBLEMS or n in SPECIAL_SEARCHES]
+    unknown = [n for n in names if n not in PROBLEMS or n in with_own_search()]
     if unknown:
         parser.error(f"not grid-searched problems: {', '.join(unknown)}; valid: "
                      f"{', '.join(searched_problems())}")

@@ -117,6 +117,10 @@ class Problem:
         deviations: every way this problem differs from its source, one short sentence each (a
             mapping of conventions that moves no number is not one); empty only where there is
             none.
+        optimum_search: the problem's own optimum search, where the general one would cost too
+            much (a 101^3 grid of simulations): called by :func:`problems.optima.search_problem` as
+            ``optimum_search(problem, alpha, workers=, partial=, targets=)``, it returns an entry
+            of ``optima.json``; None: the general search.
     """
 
     name: str
@@ -136,6 +140,7 @@ class Problem:
     noise_draws: int = 1
     source: str = ""
     deviations: tuple[str, ...] = ()
+    optimum_search: Callable[..., dict] | None = None
 
     def f(self, x: Tensor, z: Tensor) -> Tensor:
         """Noise-free f(x, z) for broadcastable ``... x d_x`` and ``... x d_z``; returns ``...``."""

@@ -18,7 +18,6 @@ units here), so the value is within about L * ZOOM_TOL of the local maximum's, f
 
 from __future__ import annotations
 
-import importlib
 import json
 import time
 from collections.abc import Callable
@@ -173,15 +172,6 @@ def _general(problem) -> bool:
     return (problem.d_x, problem.d_z) not in CONTINUOUS_SEARCH
 
 
-#: Problems whose optimum needs a search of its own (a 101^3 grid costs 6.5e7 simulations on
-#: robot-push and 1e8 GP-mean evaluations on portfolio): "module:function", called as
-#: ``function(problem, alpha, workers=, partial=)`` and returning an entry of the table.
-SPECIAL_SEARCHES = {
-    "portfolio-3-2": "problems.portfolio:search_optimum",
-    "robot-push-3-2": "problems.robot_push_optimum:search",
-}
-
-
 #: The search under a continuous Z, by (d_x, d_z): each VaR is a quadrature (milliseconds for
 #: d_z = 1, 0.3 s for d_z = 2), so the grid is coarser and fewer maxima are zoomed into. The VaR is
 #: then a smooth function of x away from a few kinks, and the quadrature's own error (< 1e-6)
@@ -208,17 +198,16 @@ def search_problem(problem, alpha: float | None = None, workers: int = 1, partia
     """The ``targets`` (:data:`TARGETS`) of ``problem`` (a :class:`problems.base.Problem`) at
     ``alpha``: an entry of the table, with one search result per target.
 
-    ``workers`` and ``partial`` only matter to the searches of :data:`SPECIAL_SEARCHES`. A problem
+    ``workers`` and ``partial`` only matter to a problem's own search
+    (:attr:`problems.base.Problem.optimum_search`: robot-push's and the portfolio's). A problem
     without a dedicated setting (any d_x, any d_z), or any problem with ``general``, gets the
     general search (:func:`sobol_compass_maximize` with ``points`` Sobol points), whose entry says
     ``"method": "sobol-compass"`` and ``"lower_bound": true``.
     """
     for target in targets:
         objective(problem, target, 0.5)  # ValueError on an unknown target, before any search
-    if problem.name in SPECIAL_SEARCHES and not general:
-        module, function = SPECIAL_SEARCHES[problem.name].split(":")
-        search = getattr(importlib.import_module(module), function)
-        return search(problem, alpha, workers=workers, partial=partial, targets=targets)
+    if problem.optimum_search is not None and not general:
+        return problem.optimum_search(problem, alpha, workers=workers, partial=partial, targets=targets)
     alpha = problem.alpha if alpha is None else alpha
     start = time.perf_counter()
     if general or _general(problem):

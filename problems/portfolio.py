@@ -144,6 +144,7 @@ def portfolio_problem() -> Problem:
         "trade aversion, holding cost), z = (bid-ask spread, borrow cost) on a 10 x 10 grid",
         source=SOURCE,
         deviations=DEVIATIONS,
+        optimum_search=search_optimum,  # defined below: read when the search runs
     )
 
 

@@ -236,6 +236,12 @@ def _user_problem(name: str) -> Problem:
     return replace(check_problem(name, built), name=name)
 
 
+def with_own_search() -> tuple[str, ...]:
+    """The registered problems that search their optimum themselves
+    (:attr:`problems.base.Problem.optimum_search`), in the registry's order."""
+    return tuple(name for name, factory in PROBLEMS.items() if factory().optimum_search is not None)
+
+
 def build_problem(name: str, with_optimum: bool = True) -> Problem:
     """Problem ``name``: a registered one, with its certified optimum from ``optima.json``, or the
     problem an import path builds (:func:`problem_factory`), named by that path (its seeds derive from

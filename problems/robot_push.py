@@ -198,5 +198,14 @@ def robot_push_problem() -> Problem:
         description="Box2D robot pushing (Wang & Jegelka 2017), x = (r_x, r_y, t_p), "
         "z = start perturbation W on an 8 x 8 grid, goal (3, 4)",
         source=SOURCE,
+        optimum_search=search_optimum,
         deviations=DEVIATIONS,
     )
+
+
+def search_optimum(problem: Problem, alpha: float | None = None, **options: object) -> dict:
+    """The problem's own optimum search (:mod:`problems.robot_push_optimum`, imported when it runs:
+    that module imports this one, and the search needs Box2D only then)."""
+    from problems.robot_push_optimum import search
+
+    return search(problem, alpha, **options)

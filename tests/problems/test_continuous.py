@@ -162,7 +162,7 @@ def test_the_table_benchmark_covers_every_searched_problem_and_checks_one() -> N
     import sys
     from pathlib import Path
 
-    from problems.optima import SPECIAL_SEARCHES
+    from problems.registry import with_own_search
 
     path = Path(__file__).resolve().parents[2] / "benchmarks" / "optima_table.py"
     spec = importlib.util.spec_from_file_location("optima_table", path)
@@ -170,7 +170,7 @@ def test_the_table_benchmark_covers_every_searched_problem_and_checks_one() -> N
     sys.modules.setdefault("optima_table", module)
     spec.loader.exec_module(sys.modules["optima_table"])
     searched = module.searched_problems()
-    assert set(CONTINUOUS) <= set(searched) and not set(searched) & set(SPECIAL_SEARCHES)
+    assert set(CONTINUOUS) <= set(searched) and not set(searched) & set(with_own_search())
     assert module.main(["--problems", "branin-1-1-discrete", "--targets", "var"]) == 0
     with pytest.raises(SystemExit) as bad:  # a problem of a special search: one line, exit 2
         module.main(["--problems", "robot-push-3-2"])

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from problems import PROBLEMS, build_problem, get_problem, weighted_cvar
-from problems.optima import OPTIMA_FILE, SPECIAL_SEARCHES, load_table, search_problem
+from problems.optima import OPTIMA_FILE, load_table, search_problem
+from problems.registry import with_own_search
 
 NAMES = list(PROBLEMS)
 #: A continuous Z makes every VaR a quadrature (ms to 0.3 s): those searches take minutes and 10^5
@@ -16,7 +17,7 @@ NAMES = list(PROBLEMS)
 DISCRETE = [n for n in NAMES if build_problem(n, with_optimum=False).z.is_discrete]
 #: Problems certified by the grid-and-zoom search; the others (hours of simulation, or minutes of GP
 #: means) are tested in their own files with smaller samples.
-GRID_SEARCHED = [name for name in DISCRETE if name not in SPECIAL_SEARCHES]
+GRID_SEARCHED = [name for name in DISCRETE if name not in with_own_search()]
 #: How closely a stored value is reproduced on another machine. The portfolio surrogate's mean
 #: comes from a 3000 x 3000 Cholesky solve whose rounding depends on the BLAS kernels the CPU
 #: selects: two machines differed by 7.6e-12 on a value of 17.4 (1 thread on both).
