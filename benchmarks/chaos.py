@@ -26,6 +26,9 @@ that they hand out checkpoints and a stopped run resumes from them), runs it onc
    past the client's read timeout (``chaos_store.py``; the round is judged on a copy of the store's
    folder, and a cell left kept on this machine is a leftover). The kinds
    come in seeded shuffles of the whole list, so ``len(KINDS)`` rounds try every kind once;
+   one kind, ``damaged-pack``, runs no driver and takes none of the steps 1-6, since a grid never
+   runs into a packed folder: its round packs a copy of the reference, damages one pack and has
+   the four readers refuse it by name and then accept it restored (``chaos_pack.py``);
 4. the driver's exit (a hang after ``--hang-s`` counts, and the run is then killed), and whether its
    exit code tells the truth: 130 after SIGINT and 143 after SIGTERM; 75 after a full disk; 1 after a
    dead raylet or GCS while cells were left; otherwise 0 exactly when every cell of the grid is
@@ -55,7 +58,8 @@ them, and what their watchdogs recorded, each checked by pid and start time just
 
 This script holds the grid, the judging of a round and the run; its sibling modules hold the driver
 processes and their strays (``chaos_driver.py``) and the kinds of fault and their injection
-(``chaos_faults.py``).
+(``chaos_faults.py``), the flaky object store (``chaos_store.py``) and the damaged pack's round
+(``chaos_pack.py``).
 """
 
 from __future__ import annotations
@@ -93,6 +97,8 @@ from chaos_faults import (  # noqa: E402
     seed_folder,
     visible_cell_files,
 )
+from chaos_pack import KIND as PACK_KIND  # noqa: E402
+from chaos_pack import pack_round  # noqa: E402
 from chaos_store import KIND as STORE_KIND  # noqa: E402
 from chaos_store import FlakyStore  # noqa: E402
 from chaos_store import missing as store_missing  # noqa: E402
@@ -338,6 +344,10 @@ def resume(setup: Setup, folder: Path, store: FlakyStore | None = None) -> dict:
 def play_round(setup: Setup, number: int, kind: str, rng: random.Random, work: Path) -> dict:
     """One round (see the module's docstring); its record."""
     folder = work / f"round-{number:02d}"
+    if kind == PACK_KIND:  # no driver: the readers of a packed copy of the reference
+        record = {"round": number, **pack_round(setup.reference, setup.cells, folder, rng, setup.hang_s)}
+        record["counts"] = round_counts(record)
+        return record
     copied = seed_folder(folder, setup.reference, setup.cells, rng)
     store = setup.store if kind == STORE_KIND else None
     if store:
@@ -356,7 +366,9 @@ def round_counts(record: dict) -> dict[str, int]:
             "unreadable": len(record["unreadable"]),
             "hangs": int(record["hang"]) + int(record["resume_hang"]),
             "strays": len(record["strays"]) + len(record["resume_strays"]),
-            "untruthful": int(not record["truthful"]) + int(not record["resume_truthful"]),
+            # a damaged pack's round counts each reader that misjudged (its list "untruthful")
+            "untruthful": len(record["untruthful"]) if "untruthful" in record
+            else int(not record["truthful"]) + int(not record["resume_truthful"]),
             "leftovers": len(record["leftovers"]),
             "tracebacks": record["tracebacks"] + record["resume_tracebacks"], "resumed": record["resumed"],
             "retried": record["retried"]}
@@ -371,8 +383,8 @@ def round_line(record: dict) -> str:
             f"{record['exit']} (expected {record['expected']}); resume exit {record['resume_exit']} in "
             f"{recovery}; {record['copied']} cells copied; {counts or 'nothing to count'}")
     details = [f"  {name}: {item}" for name in ("lost", "duplicated", "differing", "unreadable",
-                                               "strays", "resume_strays", "leftovers")
-               for item in record[name]]
+                                               "strays", "resume_strays", "leftovers", "untruthful")
+               for item in record.get(name, [])]
     return "\n".join([line, *details])
 
 

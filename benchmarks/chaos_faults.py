@@ -23,7 +23,7 @@ from harness.store import FULL_DISK_HOOK
 
 #: The kinds of fault, one per round.
 KINDS = ("driver-sigkill", "driver-sigint", "driver-sigterm", "worker-sigkill", "raylet-sigkill",
-         "gcs-sigkill", "flip", "truncate", "swap", "readonly", "full-disk", "flaky-store")
+         "gcs-sigkill", "flip", "truncate", "swap", "readonly", "full-disk", "flaky-store", "damaged-pack")
 #: Faults that need the local Ray up: their moment is counted from the driver's "Ray ready" line.
 RAY_KINDS = ("worker-sigkill", "raylet-sigkill", "gcs-sigkill")
 #: Faults after which the driver must stop at once (the others let it finish its grid).
