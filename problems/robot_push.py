@@ -26,6 +26,7 @@ import torch
 from Box2D import b2CircleShape, b2PolygonShape, b2World
 from torch import Tensor
 
+from problems import robot_push_optimum
 from problems.base import Problem
 from problems.distributions import DiscreteZ
 
@@ -181,6 +182,11 @@ def w_grid() -> DiscreteZ:
     return DiscreteZ(points, masses)
 
 
+#: The problem's own optimum search (a 101^3 grid would be 6.5e7 simulations): Sobol x at every W,
+#: then Nelder-Mead (:mod:`problems.robot_push_optimum`), its simulations on ``workers`` processes.
+search_optimum = functools.partial(robot_push_optimum.search, objective_with=objective_with)
+
+
 def robot_push_problem() -> Problem:
     """``robot-push-3-2``: the pushing problem of the V-UCB paper (section 5.2)."""
     return Problem(
@@ -202,10 +208,3 @@ def robot_push_problem() -> Problem:
         deviations=DEVIATIONS,
     )
 
-
-def search_optimum(problem: Problem, alpha: float | None = None, **options: object) -> dict:
-    """The problem's own optimum search (:mod:`problems.robot_push_optimum`, imported when it runs:
-    that module imports this one, and the search needs Box2D only then)."""
-    from problems.robot_push_optimum import search
-
-    return search(problem, alpha, **options)

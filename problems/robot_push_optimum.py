@@ -22,6 +22,7 @@ import os
 import resource
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,6 @@ from torch import Tensor
 from problems.base import Problem
 from problems.cache import cache_dir
 from problems.measures import risk_measure
-from problems.robot_push import objective_with
 
 N_SOBOL = 100_000
 SOBOL_SEED = 0
@@ -58,8 +58,10 @@ def sobol_points(n: int = N_SOBOL) -> Tensor:
     return engine.draw(n, dtype=torch.float64)
 
 
-def _support_values(problem: Problem, x: Tensor, workers: int) -> Tensor:
-    """f at every W: ``n x 3`` -> ``n x 64``."""
+def _support_values(problem: Problem, x: Tensor, workers: int, objective_with: Callable) -> Tensor:
+    """f at every W: ``n x 3`` -> ``n x 64``, by ``objective_with(workers)`` (the problem's f on
+    ``workers`` processes: :func:`problems.robot_push.objective_with`, given by the caller so that
+    this module does not import the problem's, which names this search as its own)."""
     points = problem.z.points
     xz = torch.cat([x.unsqueeze(-2).expand(-1, points.shape[0], -1),
                     points.expand(x.shape[0], -1, -1)], dim=-1)
@@ -100,7 +102,7 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def sobol_values(problem: Problem, workers: int = 1, stop_at: int | None = None,
+def sobol_values(problem: Problem, objective_with: Callable, workers: int = 1, stop_at: int | None = None,
                  shown: str = "var") -> np.ndarray:
     """The 64 values of f at each Sobol x, ``n x 64``, resuming from and extending the checkpoint.
 
@@ -118,7 +120,7 @@ def sobol_values(problem: Problem, workers: int = 1, stop_at: int | None = None,
         while n_done < target:
             batch = X[n_done:min(n_done + CHUNK_X, target)]
             t0 = _cpu_seconds()
-            values = _support_values(problem, batch, workers).numpy()
+            values = _support_values(problem, batch, workers, objective_with).numpy()
             _add_seconds(_cpu_seconds() - t0)
             _save_atomic(directory / f"chunk-{n_done:07d}.npy", values)
             done.append(values)
@@ -163,14 +165,14 @@ def _refine(target, x0: Tensor, value0: float) -> tuple[float, list[float], int]
 
 
 def _refine_target(problem: Problem, name: str, alpha: float, X: Tensor, scores: Tensor,
-                   workers: int, n_sobol: int) -> dict:
+                   workers: int, n_sobol: int, objective_with: Callable) -> dict:
     """Multi-start refinement of one target (``var``, ``cvar`` or ``worst_case``), checkpointed per
     start."""
     path = _checkpoint_dir() / f"refine-{name}-alpha{alpha}-n{n_sobol}.json"
     state = json.loads(path.read_text()) if path.exists() else {"starts": []}
 
     def target(x: Tensor) -> float:
-        values = _support_values(problem, x.unsqueeze(0), workers)
+        values = _support_values(problem, x.unsqueeze(0), workers, objective_with)
         return float(_target_values(problem, name, values, alpha)[0])
 
     for k, i in enumerate(_starts(X, scores)):
@@ -203,7 +205,7 @@ def _target_values(problem: Problem, name: str, values: Tensor, alpha: float) ->
 
 
 def search(problem: Problem, alpha: float | None = None, workers: int = 1, partial: bool = False,
-           targets: tuple[str, ...] = ("var", "worst_case")) -> dict:
+           targets: tuple[str, ...] = ("var", "worst_case"), *, objective_with: Callable) -> dict:
     """The ``targets`` of ``robot-push-3-2`` at ``alpha`` (``var``, ``worst_case``, ``cvar``); an
     entry of ``optima.json``.
 
@@ -211,14 +213,14 @@ def search(problem: Problem, alpha: float | None = None, workers: int = 1, parti
     refine from what is there and label the entry ``"complete": false``.
     """
     alpha = problem.alpha if alpha is None else alpha
-    values = sobol_values(problem, workers, stop_at=0 if partial else None, shown=targets[0])
+    values = sobol_values(problem, objective_with, workers, stop_at=0 if partial else None, shown=targets[0])
     n_sobol = values.shape[0]
     if n_sobol == 0:
         raise RuntimeError("no Sobol simulations in the checkpoint yet; run without --partial first")
     X = sobol_points(n_sobol)
     V = torch.from_numpy(values)
     found = {name: _refine_target(problem, name, alpha, X, _target_values(problem, name, V, alpha),
-                                  workers, n_sobol) for name in targets}
+                                  workers, n_sobol, objective_with) for name in targets}
     refine_x = sum(entry["evaluations"] - n_sobol for entry in found.values())
     return {
         "alpha": alpha,
