@@ -154,7 +154,7 @@ def test_bad_input_is_one_line_and_exit_2(case: str, tmp_path: Path, results: di
     err = one_line_error(capsys)
     expected = {"missing folder": "is not a folder", "empty folder": "holds no cell files",
                 "unmatched --cell": "--cell 'goldstein' matches no cell in",
-                "damaged file": "is not a readable cell file: not a readable Parquet file",
+                "damaged file": ".parquet: not a readable Parquet file (ArrowInvalid); refused: a grid run",
                 "sample 0": "--sample must be >= 1",
                 "only a timing cell": "timing cells are not comparable",
                 "--claim": f"python -m analysis.recheck {tmp_path} --claim C3 --problem "
