@@ -27,6 +27,7 @@ from problems.newsvendor import newsvendor_problem
 from problems.optima import load_table, search_problem
 from problems.plugins import import_object, is_import_path
 from problems.portfolio import portfolio_problem
+from problems.portfolio_cvucb import portfolio_cvucb_problem
 from problems.robot_push import robot_push_problem
 from problems.synthetic import branin, goldstein_price, hartmann3
 from problems.yacht import yacht_problem
@@ -150,7 +151,7 @@ _FACTORIES: tuple[Callable[[], Problem], ...] = (
     *(functools.partial(_synthetic_continuous, prefix) for prefix in _SYNTHETIC),
     portfolio_problem, robot_push_problem,
     branin_williams_problem, hartmann6_5_1, hartmann6_1_5, yacht_problem, marzat_f6_problem,
-    newsvendor_problem,
+    newsvendor_problem, portfolio_cvucb_problem,
 )
 #: Every registered problem, by the name its factory gives it (building one reads no data: that
 #: waits until f is evaluated, so this costs a few milliseconds at import).
