@@ -188,16 +188,3 @@ def test_no_random_point_beats_the_stored_optimum() -> None:
     assert float(values.min(dim=-1).values.max()) <= best.worst_case
     assert float(weighted_cvar(values, masses, problem.alpha).max()) <= best.cvar
     assert float((values * masses).sum(-1).max()) <= best.mean
-
-
-@pytest.mark.slow
-@needs_data
-def test_the_refit_reproduces_the_stored_hyperparameters() -> None:
-    """Slow: the maximum-likelihood fit on 3,000 points takes 15-20 minutes on one core (exact
-    3000 x 3000 Cholesky factorizations, a few hundred of them). The same versions on the same
-    machine give the same bits; elsewhere L-BFGS-B's path may part in the last digits."""
-    from problems.portfolio_cvucb_fit import fit_hyperparameters, largest_relative_difference
-
-    fitted = fit_hyperparameters()
-    assert largest_relative_difference(fitted, cvucb.load_parameters()) < 1e-4
-    assert not [w for w in fitted["fit"]["warnings"] if "Optimization" in w]
