@@ -13,7 +13,10 @@ Per problem (its alpha is the problem's, which translates its source's; ``proble
   2 d + 2 = 8 points (its runner's; the problem's own design has 6: :data:`N_INIT`);
 * ``portfolio-3-2``: CVaR at 0.2 (BoRisk's 0.8 of a minimized -f), 80 iterations (BoRisk's
   ``runner_files/port_cvar-runner-*.py``, as the ICML 2021 paper's VaR runs): BoRisk's
-  CVXPortfolio surrogate, which both sources optimize.
+  CVXPortfolio surrogate;
+* ``portfolio-cvucb-3-2``: CVaR at 0.1, 60 iterations from 2 initial points (the CV-UCB paper's
+  runner's defaults): the CV-UCB paper's own surrogate of the same back-tests (an SE-kernel GP,
+  refitted) on its weighted 5 x 5 grid of Z.
 
 Methods: on VaR cells V-UCB Prob, rho-KG^apx, the one-shot rho-KG, BoTorch's risk-averse BO, RAHBO
 and random search; on CVaR cells CV-UCB, CV-TS and the same others (V-UCB Prob optimizes VaR only,
@@ -38,6 +41,7 @@ PROBLEMS: dict[str, tuple[tuple[str, ...], int]] = {
     "marzat-f6-4-3": (("cvar",), 100),
     "newsvendor-1-2": (("cvar",), 50),
     "portfolio-3-2": (("cvar",), 80),
+    "portfolio-cvucb-3-2": (("cvar",), 60),
 }
 #: The one-shot KGs' options on every problem: BoTorch's computation by the fused engine
 #: (:mod:`algorithms.oneshot_fused`, the same values and gradients, 2-10 times faster), optimized with
