@@ -28,7 +28,7 @@ same float32 numbers either way.
 
 The problem: x = (risk aversion, trade aversion, holding cost), z = (bid-ask spread, borrow cost),
 all [0, 1]-scaled, input ``concat([x, z])`` as in the source; Z the 5 x 5 grid
-``linspace(0.25, 0.75, 5)^2`` with masses proportional to exp(-|z - 0.5|^2 / 0.15^2), normalized;
+``linspace(0.25, 0.75, 5)^2`` with masses proportional to ``exp(-|z - 0.5|^2 / 0.15^2)``, normalized;
 observation noise std 0.01 (the source's ``likelihood_variance`` 1e-4); 2 initial points and 60
 iterations (``run_cvar_UCB_discrete.py``'s defaults: no running script of the source names the
 portfolio).
@@ -61,7 +61,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from problems.base import Problem
+from problems.base import Problem, registered
 from problems.distributions import DiscreteZ
 from problems.float64 import torch_threads
 from problems.optima import search_problem
@@ -171,7 +171,7 @@ class Surrogate:
             self.weights = outputscale * torch.cholesky_solve(target, L).squeeze(-1)
 
     def _exp_kernel(self, chunk: Tensor) -> Tensor:
-        """exp(-|a - x_j|^2 / 2) for a ``c x 5`` chunk of lengthscale-scaled inputs -> ``c x 3000``."""
+        """``exp(-|a - x_j|^2 / 2)`` for a ``c x 5`` chunk of lengthscale-scaled inputs -> ``c x 3000``."""
         d2 = torch.addmm(self.norms.unsqueeze(0), chunk, self.scaled.T, alpha=-2.0)
         d2.add_((chunk**2).sum(-1, keepdim=True)).clamp_min_(0.0)
         return d2.mul_(-0.5).exp_()
@@ -214,7 +214,7 @@ def z_grid() -> DiscreteZ:
 
     Returns:
         points ``linspace(0.25, 0.75, 5)^2`` (``25 x 2``, first coordinate slowest) and masses
-        (``25``) proportional to exp(-|z - 0.5|^2 / 0.15^2), normalized.
+        (``25``) proportional to ``exp(-|z - 0.5|^2 / 0.15^2)``, normalized.
     """
     axis = torch.linspace(Z_LOW, Z_HIGH, Z_PER_AXIS, dtype=torch.float64)
     mesh = torch.meshgrid(axis, axis, indexing="ij")
@@ -223,6 +223,7 @@ def z_grid() -> DiscreteZ:
     return DiscreteZ(points, masses, Z_MIN_MASS)
 
 
+@registered
 def portfolio_cvucb_problem() -> Problem:
     """``portfolio-cvucb-3-2``: the portfolio problem of the CV-UCB paper (see the module docstring)."""
     return Problem(
