@@ -342,3 +342,34 @@ class Problem:
         xz = torch.cat([x.expand(*batch, self.d_x), z.expand(*batch, self.d_z)], dim=-1)
         return self.simulator(xz, noise)
 
+
+
+#: The factories :func:`registered` so far, in registration order.
+_REGISTERED: list[Callable[[], Problem]] = []
+
+
+def registered(factory: Callable[[], Problem]) -> Callable[[], Problem]:
+    """Decorator of an in-tree problem's factory (a function of no arguments that returns its
+    :class:`Problem`): :data:`problems.registry.PROBLEMS` keys it by the name of the problem it
+    builds once its module is imported (the registry's one import line names every module), as
+    :func:`algorithms.base.registered` does for an algorithm's class. A user's problem is not
+    registered: it is named by its import path (:mod:`problems.plugins`).
+
+    Args:
+        factory: builds the problem; called once at import to read its name (building a problem
+            reads no data, so this is cheap).
+
+    Returns:
+        ``factory``, unchanged.
+    """
+    _REGISTERED.append(factory)
+    return factory
+
+
+def registered_factories() -> tuple[Callable[[], Problem], ...]:
+    """Every factory :func:`registered` so far, in registration order.
+
+    Returns:
+        The factories, oldest first.
+    """
+    return tuple(_REGISTERED)

@@ -47,7 +47,7 @@ import math
 import torch
 from torch import Tensor
 
-from problems.base import Problem
+from problems.base import Problem, registered
 from problems.distributions import DiscreteZ
 
 #: BoRisk's environmental points (X3, X4), in its file's order.
@@ -94,6 +94,7 @@ def objective(xz: Tensor) -> Tensor:
     return -branin_williams(xz)
 
 
+@registered
 def branin_williams_problem() -> Problem:
     """``branin-williams-2-2``: x in [0, 1]^2, Z BoRisk's 12 weighted points, alpha 0.3 (BoRisk's 0.7
     of a minimized F), noise std 10 (see the module docstring)."""

@@ -36,7 +36,7 @@ import torch
 from botorch.test_functions import Hartmann
 from torch import Tensor
 
-from problems.base import Problem
+from problems.base import Problem, registered
 from problems.distributions import DiscreteZ
 from problems.float64 import default_float64
 
@@ -66,6 +66,7 @@ def _z(points: Tensor) -> DiscreteZ:
     return DiscreteZ(points, torch.softmax(logits, dim=0))
 
 
+@registered
 def hartmann6_5_1() -> Problem:
     """``hartmann6-5-1``: x in [0, 1]^5, z the 15 points of [0.3, 0.7] (see the module docstring)."""
     points = torch.linspace(0.3, 0.7, 15, dtype=torch.float64).unsqueeze(-1)
@@ -79,6 +80,7 @@ def hartmann6_5_1() -> Problem:
                                "bound), the source's stored 20.5428 at its printed digits."))
 
 
+@registered
 def hartmann6_1_5() -> Problem:
     """``hartmann6-1-5``: x in [0, 1], z the 243 points {0.3, 0.5, 0.7}^5 (see the module docstring)."""
     axis = torch.tensor([0.3, 0.5, 0.7], dtype=torch.float64)

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from problems.base import Problem
+from problems.base import Problem, registered
 from problems.distributions import UniformZ
 
 #: BoRisk's risk level of F (minimized, upper tail), its observation noise, its budget.
@@ -98,6 +98,7 @@ def objective(xz: Tensor) -> Tensor:
     return -marzat_f6(10.0 * xz[..., :4] - 5.0, 4.0 * xz[..., 4:] - 2.0)
 
 
+@registered
 def marzat_f6_problem() -> Problem:
     """``marzat-f6-4-3``: x in [0, 1]^4, Z uniform on [0, 1]^3, alpha 0.25 (BoRisk's 0.75 of a
     minimized F), noise std 1, 80 initial points, 100 iterations (see the module docstring)."""

@@ -53,7 +53,7 @@ import scipy.special
 import torch
 from torch import Tensor
 
-from problems.base import Problem
+from problems.base import Problem, registered
 from problems.distributions import UniformZ
 
 #: Prices: cost, selling price, salvage value (per unit).
@@ -126,6 +126,7 @@ def critical_fractile(z: Tensor) -> Tensor:
     return (2.0 ** (1.0 / k) - 1.0) ** (1.0 / c)
 
 
+@registered
 def newsvendor_problem() -> Problem:
     """``newsvendor-1-2``: x the order in [0, 1], Z = the demand's two shape parameters uniform on
     [0, 1]^2, alpha 0.1 (BoRisk's 0.9 of minus the profit), observations simulated (see the module

@@ -26,7 +26,7 @@ import torch
 from scipy.optimize import minimize
 from torch import Tensor
 
-from problems.base import Problem
+from problems.base import Problem, registered
 from problems.distributions import DiscreteZ
 from problems.measures import risk_measure
 from problems.portfolio_data import load
@@ -128,6 +128,7 @@ def z_grid() -> DiscreteZ:
     return DiscreteZ(points, torch.full((points.shape[0],), 1.0 / points.shape[0], dtype=torch.float64))
 
 
+@registered
 def portfolio_problem() -> Problem:
     """``portfolio-3-2``: the portfolio problem of the V-UCB paper (section 5.2)."""
     return Problem(

@@ -1,8 +1,10 @@
 """The registry of problems: a plain dict of names to factories.
 
 To add a problem, write a factory that returns a :class:`problems.base.Problem` (with
-``optimum=None``, and its ``source`` and ``deviations`` declared), add it to :data:`PROBLEMS`, and
-run ``python -m problems --write-optima NAME`` to certify its optimum. In a module of its own, the
+``optimum=None``, and its ``source`` and ``deviations`` declared) in a module of this package,
+decorate it with :func:`problems.base.registered`, name the module in this file's import of the
+problems' modules (one line, the only one outside the module and its test), and run
+``python -m problems --write-optima NAME`` to certify its optimum. In a module of its own, the
 factory's module docstring (its source, and how the source's conventions map onto this project's) is
 the problem's documentation: the site's problems page renders it (``docs/_ext/varbo_generated.py``);
 no page needs an edit. The study pages' tables of sources show the declared ``source`` and
@@ -17,20 +19,23 @@ from dataclasses import replace
 
 from torch import Tensor
 
-from problems.base import Optimum, Problem
-from problems.branin_williams import branin_williams_problem
+# the field's problems' modules, one a line: importing one registers its factories (@registered)
+from problems import (  # noqa: F401
+    branin_williams,
+    hartmann6_splits,
+    marzat,
+    newsvendor,
+    portfolio,
+    portfolio_cvucb,
+    robot_push,
+    yacht,
+)
+from problems.base import Optimum, Problem, registered_factories
 from problems.checks import positive_int
 from problems.distributions import ContinuousZ, DiscreteZ, TruncatedNormalZ, gaussian_grid
-from problems.hartmann6_splits import hartmann6_1_5, hartmann6_5_1
-from problems.marzat import marzat_f6_problem
-from problems.newsvendor import newsvendor_problem
 from problems.optima import load_table, search_problem
 from problems.plugins import import_object, is_import_path
-from problems.portfolio import portfolio_problem
-from problems.portfolio_cvucb import portfolio_cvucb_problem
-from problems.robot_push import robot_push_problem
 from problems.synthetic import branin, goldstein_price, hartmann3
-from problems.yacht import yacht_problem
 
 NOISE_STD = 0.1  # noise variance 0.01 on every problem (docs/conventions.md section 2)
 
@@ -143,15 +148,14 @@ def _synthetic_continuous(prefix: str) -> Problem:
     )
 
 
-#: The factory of every registered problem, in the registry's order: the synthetic problems, the
-#: simulated ones (docs/conventions.md section 4) and the field's (each in its own module with its
-#: source and its mapping). Each names its problem once, in the Problem it builds.
+#: The factory of every registered problem, in the registry's order: the synthetic problems (this
+#: module's own), then the others in the order their modules registered them (each module holds its
+#: source and its mapping; its factories are decorated with :func:`problems.base.registered`). Each
+#: names its problem once, in the Problem it builds.
 _FACTORIES: tuple[Callable[[], Problem], ...] = (
     *(functools.partial(_synthetic_discrete, prefix) for prefix in _SYNTHETIC),
     *(functools.partial(_synthetic_continuous, prefix) for prefix in _SYNTHETIC),
-    portfolio_problem, robot_push_problem,
-    branin_williams_problem, hartmann6_5_1, hartmann6_1_5, yacht_problem, marzat_f6_problem,
-    newsvendor_problem, portfolio_cvucb_problem,
+    *registered_factories(),
 )
 #: Every registered problem, by the name its factory gives it (building one reads no data: that
 #: waits until f is evaluated, so this costs a few milliseconds at import).

@@ -27,7 +27,7 @@ from Box2D import b2CircleShape, b2PolygonShape, b2World
 from torch import Tensor
 
 from problems import robot_push_optimum
-from problems.base import Problem
+from problems.base import Problem, registered
 from problems.distributions import DiscreteZ
 
 TIME_STEP = 1.0 / 100.0
@@ -187,6 +187,7 @@ def w_grid() -> DiscreteZ:
 search_optimum = functools.partial(robot_push_optimum.search, objective_with=objective_with)
 
 
+@registered
 def robot_push_problem() -> Problem:
     """``robot-push-3-2``: the pushing problem of the V-UCB paper (section 5.2)."""
     return Problem(

@@ -64,7 +64,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from problems.base import Problem
+from problems.base import Problem, registered
 from problems.distributions import DiscreteZ
 from problems.float64 import torch_threads
 
@@ -175,6 +175,7 @@ def z_points() -> DiscreteZ:
     return DiscreteZ(points, torch.full((N_Z,), 1.0 / N_Z, dtype=torch.float64))
 
 
+@registered
 def yacht_problem() -> Problem:
     """``yacht-5-1``: the yacht problem of the CV-UCB paper (see the module docstring)."""
     return Problem(
