@@ -2,6 +2,7 @@
 driver killed with SIGKILL mid-grid, then resumed."""
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -30,24 +31,39 @@ def grid_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
-def covering_cells() -> tuple[CellSpec, ...]:
-    """The smoke grid's seed 0, thinned to a covering set: every (problem, algorithm) pair once, at
-    the first risk measure the algorithm optimizes (var, cvar, mean), and every (algorithm, risk
-    measure, kind of Z) once more, on the first problem of that kind. An algorithm's risk measures
-    differ only in its objective, which every measure's cells on one problem of each kind run; a
-    problem's code paths are met by every algorithm once."""
-    seed0 = [c for c in smoke_grid().cells if c.seed == 0]
+@functools.cache
+def seed0_cells() -> tuple[CellSpec, ...]:
+    """The smoke grid's seed 0 (its seed 1 runs the same code paths on other draws)."""
+    return tuple(c for c in smoke_grid().cells if c.seed == 0)
+
+
+@functools.cache
+def grid_cells() -> tuple[CellSpec, ...]:
+    """What the smoke grid's end-to-end test runs as a grid: every (algorithm, risk measure, kind of
+    Z) once, on the first problem of that kind, and every problem once more with random search (so
+    that every problem has its tables and figure panels). An algorithm's risk measures differ only in
+    its objective, which these cells run on one problem of each kind."""
+    seed0 = seed0_cells()
     kind = {c.problem: build_problem(c.problem, with_optimum=False).z.is_discrete for c in seed0}
-    first_risk = {}
-    for c in seed0:
-        first_risk.setdefault((c.problem, c.algorithm), c.risk)
-    keep, seen = [], set()
+    keep, seen, problems = [], set(), set()
     for c in seed0:
         triple = (c.algorithm, c.risk, kind[c.problem])
-        if first_risk[(c.problem, c.algorithm)] == c.risk or triple not in seen:
+        if triple not in seen or (c.algorithm == "random" and c.problem not in problems):
             keep.append(c)
+            problems.add(c.problem) if c.algorithm == "random" else None
         seen.add(triple)
     return tuple(keep)
+
+
+def pair_cells(problem: str) -> tuple[CellSpec, ...]:
+    """Every algorithm on ``problem`` once, at the first risk measure it optimizes there, except the
+    cells :func:`grid_cells` runs: with them, every (problem, algorithm) pair of the smoke grid."""
+    in_grid = set(grid_cells())
+    first: dict[str, CellSpec] = {}
+    for c in seed0_cells():
+        if c.problem == problem:
+            first.setdefault(c.algorithm, c)
+    return tuple(c for c in first.values() if c not in in_grid)
 
 
 def grid_file_text(cells: tuple[CellSpec, ...]) -> str:
@@ -66,25 +82,28 @@ def grid_file_text(cells: tuple[CellSpec, ...]) -> str:
 
 @pytest.mark.slow
 def test_smoke_grid_end_to_end(tmp_path: Path) -> None:
-    """The smoke grid through Ray, the store, status and the report, as a covering set of its seed
-    0 (:func:`covering_cells`: every problem x algorithm, and every algorithm x risk measure x kind
-    of Z; its seed 1 runs the same code paths on other draws, and the whole product of the field's
-    problems and methods would take a quarter of an hour of CI's two cores). Slow (4-8 minutes): it
-    is the one test that runs every kind of cell as a grid."""
+    """The smoke grid through Ray, the store, status and the report, on :func:`grid_cells` (every
+    algorithm x risk measure x kind of Z, and every problem); the remaining (problem, algorithm)
+    pairs run in-process (``tests/harness/test_smoke_pairs.py``), where xdist spreads them over
+    both cores. Slow (2-4 minutes): it is the one test that runs every kind of
+    cell as a grid."""
     out = tmp_path / "smoke"
-    cells = covering_cells()
+    cells = grid_cells()
     grid_file = tmp_path / "smoke-covering.toml"
     grid_file.write_text(grid_file_text(cells))
     start = time.perf_counter()
-    # in CI it shares the 2 cores with the chaos test: 600 s was too few there once; the timeout is
-    # a guard against a hang, not a speed goal
+    # in CI it shares the 2 cores with the chaos test; the timeout is a guard against a hang, not a
+    # speed goal
     done = grid_cli("--grid", str(grid_file), "--out", str(out), "--num-cpus", "2", timeout=1800)
     wall = time.perf_counter() - start
     assert done.returncode == 0, done.stderr[-2000:]
     smoke = smoke_grid().cells
     assert set(cells) <= set(smoke)  # the smoke grid's own specs, hashes and all
-    assert {(c.problem, c.algorithm) for c in cells} == {(c.problem, c.algorithm) for c in smoke}
+    assert {c.problem for c in cells} == {c.problem for c in smoke}
     assert {(c.algorithm, c.risk) for c in cells} == {(c.algorithm, c.risk) for c in smoke}
+    assert {(c.problem, c.algorithm) for c in cells} | {
+        (c.problem, c.algorithm) for p in {c.problem for c in smoke} for c in pair_cells(p)} == {
+        (c.problem, c.algorithm) for c in smoke}
     assert visible_parquet(out) == sorted(expected_path(out, c) for c in cells)
     # its time is printed, not asserted: a timed test fails on a busy machine (the README gives the
     # measured figure; speed goals live in benchmarks/)
