@@ -125,8 +125,23 @@ def _wanted(spec: CellSpec, comparison: Comparison, problem: str, study: Study) 
 
 def chosen_cells(folder: Path, study: Study, comparisons: list[Comparison],
                  problem: str) -> list[tuple[CellSpec, float]]:
-    """The cells the sub-claims of ``comparisons`` on ``problem`` are decided on (module docstring),
-    every seed, each with its published compute seconds."""
+    """The cells the sub-claims of ``comparisons`` on ``problem`` are decided on, every seed.
+
+    They are chosen as the module docstring says.
+
+    Args:
+        folder: the published results folder.
+        study: the study whose configuration the cells are chosen in.
+        comparisons: the claim's comparisons on ``problem``.
+        problem: the problem the sub-claims are decided on.
+
+    Returns:
+        (spec, published compute seconds) of each cell, sorted by algorithm, then seed.
+
+    Raises:
+        UsageError: a damaged cell file in ``folder``, or no cell of the comparisons' algorithms on
+            ``problem`` in the study's configuration.
+    """
     good, bad = cell_files(folder)
     if bad:
         raise UsageError(f"{bad[0][0]}: {bad[0][1]}")
@@ -154,7 +169,20 @@ def _rerun(spec: CellSpec) -> CellResult:
 
 
 def rerun(cells: list[CellSpec], out: Path, jobs: int) -> list[str]:
-    """Rerun the cells not yet finished under ``out``, ``jobs`` at a time; returns the failures."""
+    """Rerun the cells not yet finished under ``out``, ``jobs`` at a time, one fresh process each.
+
+    Each finished cell is written under ``out`` as it ends; a cell that fails is reported in one line and the
+    others go on.
+
+    Args:
+        cells: the cells to rerun.
+        out: the folder the rerun cells are written to (a rerun resumes from the cells it holds).
+        jobs: the number of processes at once.
+
+    Returns:
+        One line per failed cell (its label, the error's type and the first line of its message), empty where
+        every cell finished.
+    """
     todo = [s for s in cells
             if not (cell_path(out, s).is_file() and check_cell_file(cell_path(out, s)) is None)]
     print(f"{len(cells) - len(todo)} of {len(cells)} already rerun in {out}; rerunning {len(todo)}",
@@ -182,11 +210,30 @@ def rerun(cells: list[CellSpec], out: Path, jobs: int) -> list[str]:
 HEADLINE = {"beats": "final", "on_par": "final", "queries": "queries", "cheaper": "time"}
 
 
+def _measure_words(data: str) -> str:
+    """``", CVaR"`` for a sub-claim on another measure than the study's first (its ``data`` ends
+    "... log10 regret of CVaR"), else ``""``."""
+    tail = str(data).rsplit(": ", 1)[-1]
+    return f", {tail.rsplit(' of ', 1)[1]}" if " of " in tail else ""
+
+
 def compare(published: pd.DataFrame, rerun_frame: pd.DataFrame, hashes: set[str], study: Study,
             claim: Claim, problem: str) -> tuple[bool, list[str]]:
-    """Whether the rerun agrees with the publication (see the module docstring), and the lines
-    that say why. ``published``: the folder's frame (:func:`analysis.report.read_frame`);
-    ``rerun_frame``: the rerun cells' frame, standing in for the cells of ``hashes``."""
+    """Whether the rerun agrees with the publication (see the module docstring), and the lines that say why.
+
+    Args:
+        published: the folder's frame (:func:`analysis.report.read_frame`).
+        rerun_frame: the rerun cells' frame, standing in for the cells of ``hashes``.
+        hashes: the spec hashes of the rerun cells.
+        study: the study whose claim is tested.
+        claim: the claim.
+        problem: the problem its sub-claims are decided on.
+
+    Returns:
+        (agrees, lines), where ``agrees`` says whether every sub-claim has its published verdict and every
+        series' rerun mean final log10 regret lies within its published 70 % band, and ``lines`` has one line
+        per sub-claim (both verdicts) then one per series (the mean against the band).
+    """
     only = dataclasses.replace(study, claims=(claim,))
     swapped = pd.concat([published.loc[~published["spec_hash"].isin(hashes)], rerun_frame],
                         ignore_index=True)
@@ -195,18 +242,24 @@ def compare(published: pd.DataFrame, rerun_frame: pd.DataFrame, hashes: set[str]
         table = claims_table(frame, only)
         mask = (table["problem"] == problem) & (table["variant"] == DEFAULT_VARIANT)
         mask &= table["statistic"] == table["kind"].map(HEADLINE)
-        return table.loc[mask].set_index("comparison")
+        table = table.loc[mask]
+        # one pair may be compared on two measures (a VaR and a CVaR sub-claim on one problem): both
+        # rows carry the same label, so the k-th row of a label is matched with the k-th, the table
+        # listing the claim's comparisons in their declared order either way
+        occurrence = table.groupby(["comparison", "statistic"]).cumcount()
+        return table.set_index([table["comparison"], table["statistic"], occurrence])
 
     before, after = rows(published), rows(swapped)
     lines, agrees = [], True
-    for comparison, old in before.iterrows():
-        new = after.loc[comparison] if comparison in after.index else None
+    for key, old in before.iterrows():
+        new = after.loc[key] if key in after.index else None
         same = new is not None and new["verdict"] == old["verdict"]
         agrees &= same
         rerun = ("missing" if new is None
                  else f"{new['verdict']} (p {new['p_holm']:.3g}, {new['n_seeds']} seeds)")
-        lines.append(f"{comparison} ({old['statistic']}): published {old['verdict']} (p {old['p_holm']:.3g} "
-                     f"after Holm, {old['n_seeds']} seeds); rerun {rerun}")
+        lines.append(f"{key[0]} ({old['statistic']}{_measure_words(old['data'])}): published "
+                     f"{old['verdict']} (p {old['p_holm']:.3g} after Holm, {old['n_seeds']} seeds); "
+                     f"rerun {rerun}")
     bands = band_table(final_rows(published.loc[published["spec_hash"].isin(hashes)]))
     means = final_rows(rerun_frame).groupby(SERIES_KEYS, dropna=False)["log10_regret"].mean()
     for series in bands.itertuples(index=False):
@@ -223,6 +276,12 @@ def compare(published: pd.DataFrame, rerun_frame: pd.DataFrame, hashes: set[str]
 
 
 def build_parser() -> Parser:
+    """The command line of ``python -m analysis.recheck``.
+
+    Returns:
+        The parser of ``FOLDER``, ``--claim``, ``--problem``, ``--out``, ``--jobs``, ``--dry-run`` and the
+        kernels' option (:func:`harness.cli.add_kernels_argument`).
+    """
     parser = Parser(prog=PROG, description="Rerun the cells behind one sub-claim of a published folder "
                     "and say whether the rerun agrees with it as statistics (the same verdict, each "
                     "series' mean final log10 regret within the published 70 % band).",
@@ -246,6 +305,18 @@ def build_parser() -> Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m analysis.recheck`` (module docstring).
+
+    Without ``--claim`` it lists the claims decided on ``--problem``; with it, it prints the cells' published
+    cost, reruns them (not with ``--dry-run``) and compares the rerun with the publication.
+
+    Args:
+        argv: the command's arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code, 0 the rerun agrees (or a listing, or a dry run), :data:`EXIT_DISAGREES` it does not or
+        a cell failed, :data:`harness.cli.EXIT_USAGE` bad input, 130 interrupted.
+    """
     try:
         args = build_parser().parse_args(argv)
         if args.jobs < 1:
