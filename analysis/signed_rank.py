@@ -11,16 +11,26 @@ EXACT_MAX_N = 50
 
 
 def signed_rank_p(d: np.ndarray, alternative: str) -> float:
-    """Wilcoxon signed-rank p-value of the paired differences ``d`` (zeros dropped, Wilcoxon's
-    convention; ties get midranks).
+    """Wilcoxon signed-rank p-value of the paired differences ``d``.
 
-    ``alternative``: ``"less"`` (d tends to be negative), ``"greater"`` or ``"two-sided"``. Exact for
-    up to :data:`EXACT_MAX_N` nonzero differences: the null distribution of W+ (each rank's sign a fair
-    coin, given the observed midranks) by dynamic programming over doubled ranks, which are integers.
-    Beyond that, the normal approximation with the tie correction. scipy's ``wilcoxon`` gives the same
-    p-values without ties but falls back to a Monte-Carlo-sized permutation test with them (seconds
-    per call), too slow for a report. 1 when every difference is zero.
+    Zeros are dropped (Wilcoxon's convention); ties get midranks. Exact for up to :data:`EXACT_MAX_N` nonzero
+    differences: the null distribution of W+ (each rank's sign a fair coin, given the observed midranks) by
+    dynamic programming over doubled ranks, which are integers. Beyond that, the normal approximation with the
+    tie correction. scipy's ``wilcoxon`` gives the same p-values without ties but falls back to a
+    Monte-Carlo-sized permutation test with them (seconds per call), too slow for a report.
+
+    Args:
+        d: the paired differences.
+        alternative: ``"less"`` (d tends to be negative), ``"greater"`` or ``"two-sided"``.
+
+    Returns:
+        The p-value, at most 1; 1 when every difference is zero.
+
+    Raises:
+        ValueError: ``alternative`` is none of the three (a misspelt one ran two-sided unnoticed).
     """
+    if alternative not in ("less", "greater", "two-sided"):
+        raise ValueError(f"alternative must be 'less', 'greater' or 'two-sided', got {alternative!r}")
     d = np.asarray(d, dtype=float)
     d = d[d != 0]
     n = d.size
@@ -50,8 +60,15 @@ def signed_rank_p(d: np.ndarray, alternative: str) -> float:
 
 
 def rank_biserial(d: np.ndarray) -> float:
-    """Matched-pairs rank-biserial correlation of ``d``: (W+ - W-) / (W+ + W-), zeros dropped;
-    -1 when every nonzero difference is negative."""
+    """Matched-pairs rank-biserial correlation of ``d``, (W+ - W-) / (W+ + W-), zeros dropped.
+
+    Args:
+        d: the paired differences.
+
+    Returns:
+        The correlation in [-1, 1]; -1 when every nonzero difference is negative, 1 when every one is
+        positive, 0 when every difference is zero.
+    """
     d = np.asarray(d, dtype=float)
     d = d[d != 0]
     if d.size == 0:
@@ -61,7 +78,16 @@ def rank_biserial(d: np.ndarray) -> float:
 
 
 def tost_p(d: np.ndarray, margin: float) -> float:
-    """p-value of equivalence ``|median d| < margin`` by two one-sided signed-rank tests."""
+    """p-value of equivalence ``|median d| < margin`` by two one-sided signed-rank tests.
+
+    Args:
+        d: the paired differences.
+        margin: the equivalence margin.
+
+    Returns:
+        The larger of the two one-sided p-values (:func:`signed_rank_p` of d + margin, greater, and of d -
+        margin, less); NaN for no difference.
+    """
     d = np.asarray(d, dtype=float)
     if d.size == 0:
         return float("nan")

@@ -18,13 +18,24 @@ KINDS = ("discrete", "continuous")
 
 
 def width() -> int:
-    """The terminal's width (100 when not a terminal), at least 60."""
+    """The terminal's width, at least 60.
+
+    Returns:
+        The number of columns, 100 when not a terminal.
+    """
     return max(60, shutil.get_terminal_size((100, 24)).columns)
 
 
 def format_default(value: object) -> str:
-    """A default as ``--option NAME=VALUE`` reads it (JSON: ``"text"``, ``null``, ``0.1``), or
-    ``(required)``."""
+    """A default as ``--option NAME=VALUE`` reads it.
+
+    Args:
+        value: the option's default (:data:`algorithms.options.REQUIRED` for none).
+
+    Returns:
+        The default as JSON (``"text"``, ``null``, ``0.1``; its ``repr`` where it is not JSON), or
+        ``(required)``.
+    """
     return format_value(value)
 
 
@@ -38,8 +49,16 @@ def _kinds(factory: type) -> list[str]:
 
 
 def option_summary(options: list[Option], kinds: list[str]) -> str:
-    """The option names, those of one kind of Z only marked as such: ``beta; on a discrete Z:
-    n_raw, ...``."""
+    """The option names, those of one kind of Z only marked as such.
+
+    Args:
+        options: the algorithm's options (:func:`algorithms.describe.describe_options`).
+        kinds: the kinds of Z the algorithm handles.
+
+    Returns:
+        The names comma-separated, e.g. ``beta; on a discrete Z: n_raw, ...`` (the kind named only where the
+        algorithm handles several), or ``no options``.
+    """
     common = [o.name for o in options if o.z_kind is None]
     parts = [", ".join(common)] if common else []
     for kind in kinds:
@@ -52,13 +71,21 @@ def option_summary(options: list[Option], kinds: list[str]) -> str:
 
 
 def algorithm_lines(columns: int | None = None) -> list[str]:
-    """The ``--list`` section of the registered algorithms: name, kinds of Z, options."""
+    """The ``--list`` section of the registered algorithms: name, kinds of Z, risk measures, options.
+
+    Args:
+        columns: the width the lines are wrapped to (default: :func:`width`).
+
+    Returns:
+        The section's lines, a heading line first, then one entry per algorithm in the registry's order, its
+        options wrapped under their column.
+    """
     columns = columns or width()
     lines = ["algorithms (--algorithm NAME; the kinds of Z and risk measures (--risk) each handles; "
              "--describe NAME: their options' defaults and meanings):"]
     name_width = max(len(k) for k in ALGORITHMS)
     kind_width = len(", ".join(KINDS))
-    risk_width = len("var, cvar")
+    risk_width = max(len(_risks(factory)) for factory in ALGORITHMS.values())
     indent = 2 + name_width + 2 + kind_width + 2 + risk_width + 2
     for key, factory in ALGORITHMS.items():
         first = (f"  {key:{name_width}s}  {', '.join(_kinds(factory)):{kind_width}s}  "
@@ -94,10 +121,21 @@ def _table(options: list[Option], columns: int, aligned: list[Option]) -> list[s
 
 
 def describe(name: str, columns: int | None = None) -> str:
-    """The text of ``--describe NAME``: the algorithm, the kinds of Z it handles and each option
-    with its default and meaning: those that apply on every kind of Z it handles, then those of one
-    kind only, by kind.
-    :class:`UsageError` with the reason if ``name`` is not an algorithm."""
+    """The text of ``--describe NAME``.
+
+    It names the algorithm, the kinds of Z it handles and each option with its default and meaning: those that
+    apply on every kind of Z it handles, then those of one kind only, by kind.
+
+    Args:
+        name: the algorithm's registered name or import path.
+        columns: the width the text is wrapped to (default: :func:`width`).
+
+    Returns:
+        The text, lines joined by newlines.
+
+    Raises:
+        UsageError: with the reason if ``name`` is not an algorithm.
+    """
     columns = columns or width()
     try:
         factory = algorithm_factory(name)
