@@ -67,9 +67,20 @@ def _band(samples: list[np.ndarray], tau: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def scores(cells: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """The default-configuration cells with ``score``: final log10 regret minus the median final
-    log10 regret of ``baseline`` at the same (problem, alpha, target, T); settings where the
-    baseline did not run are left out."""
+    """The default-configuration cells with ``score``, a run's final log10 regret against the baseline's.
+
+    ``score`` is the final log10 regret minus the median final log10 regret of ``baseline`` at the same
+    (problem, alpha, target, T); settings where the baseline did not run are left out.
+
+    Args:
+        cells: the cells of :func:`analysis.claim_cells.cell_values`.
+        baseline: the method the scores are measured against.
+
+    Returns:
+        The default-configuration cells with a final regret (:func:`analysis.aggregate.default_finals`), one
+        row per cell, with two more columns: ``base`` (the baseline's median final log10 regret at the cell's
+        setting) and ``score``.
+    """
     finals = default_finals(cells)
     base = (finals.loc[finals["algorithm"] == baseline].groupby(SETTING)["final"].median()
             .rename("base").reset_index())
@@ -78,9 +89,21 @@ def scores(cells: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
 
 def profile_table(cells: pd.DataFrame, baseline: str, points: int = PROFILE_POINTS) -> pd.DataFrame:
-    """Per target and method (the baseline too: its profile crosses 1/2 at 0 on every problem),
-    ``points`` rows: ``tau``, ``fraction`` of runs at or below it (problems weighing the same), the
-    band ``low``/``high``, ``n_problems``, ``n_runs``."""
+    """The performance profiles of every method, per target (module docstring).
+
+    The baseline has a profile too: it crosses 1/2 at 0 on every problem.
+
+    Args:
+        cells: the cells of :func:`analysis.claim_cells.cell_values`.
+        baseline: the method the scores are measured against (:func:`scores`); ``""`` for none.
+        points: the points of each profile's tau grid.
+
+    Returns:
+        A frame with ``points`` rows per (target, method), columns ``target``, ``algorithm``, ``tau``,
+        ``fraction`` (of runs at or below ``tau``, problems weighing the same), the band ``low`` and ``high``
+        (NaN where a problem has a single run), ``n_problems`` and ``n_runs``; empty, with those columns,
+        without a baseline or without a setting where it ran.
+    """
     columns = ["target", "algorithm", "tau", "fraction", "low", "high", "n_problems", "n_runs"]
     scored = scores(cells, baseline) if baseline else pd.DataFrame()
     if scored.empty:
@@ -101,9 +124,20 @@ def profile_table(cells: pd.DataFrame, baseline: str, points: int = PROFILE_POIN
 
 
 def blocks(cells: pd.DataFrame, target: str) -> tuple[pd.DataFrame, str]:
-    """The final log10 regrets of ``target``'s default cells as blocks (rows: problem, alpha, T,
-    seed) x methods, with the methods that ran on every problem and the complete blocks only, and a
-    note naming what was left out."""
+    """The final log10 regrets of ``target``'s default cells as blocks x methods, ready to be ranked.
+
+    Only the methods that ran on every problem are kept, and only the complete blocks.
+
+    Args:
+        cells: the cells of :func:`analysis.claim_cells.cell_values`.
+        target: the risk measure.
+
+    Returns:
+        (blocks, note), where ``blocks`` is a frame with one row per complete block, indexed by (``problem``,
+        ``alpha``, ``iterations``, ``seed``), and one column per kept method (sorted by name) holding final
+        log10 regrets, and ``note`` names the methods and the number of blocks left out (``"; "``-joined),
+        ``""`` where nothing was.
+    """
     part = default_finals(cells).loc[lambda c: c["target"] == target]
     settings = part.groupby(SETTING).ngroups
     per_method = part.groupby("algorithm").apply(lambda g: g.groupby(SETTING).ngroups, include_groups=False)
@@ -122,9 +156,21 @@ def blocks(cells: pd.DataFrame, target: str) -> tuple[pd.DataFrame, str]:
 
 
 def rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Per target: average ranks (``ranks``: problem ``all`` and each problem), Friedman's test
-    (``friedman``) and the Holm-corrected pairwise tests (``pairs``: ``median_d`` is the median of
-    final log10 regret A - B over the blocks, negative when A tends to end lower)."""
+    """The ranks of the methods, Friedman's test and the pairwise tests, per target (module docstring).
+
+    Args:
+        cells: the cells of :func:`analysis.claim_cells.cell_values`.
+
+    Returns:
+        Three frames (``ranks``, ``friedman``, ``pairs``), of the targets with at least two ranked methods and
+        a complete block. ``ranks`` has one row per (target, problem, method), the problem ``all`` for every
+        block, columns ``target``, ``problem``, ``algorithm``, ``mean_rank``, ``n_blocks``. ``friedman`` has
+        one row per target, columns ``target``, ``n_methods``, ``n_blocks``, ``n_problems``, ``statistic``,
+        ``p`` (both NaN for two methods) and ``note`` (:func:`blocks`). ``pairs`` has one row per (target,
+        pair of methods), columns ``target``, ``a``, ``b``, ``n_blocks``, ``median_d`` (the median of final
+        log10 regret A - B over the blocks, negative when A tends to end lower), ``p``, ``p_holm``
+        (Holm-corrected over the target's pairs) and ``different`` (``p_holm`` below :data:`LEVEL`).
+    """
     rank_rows, friedman_rows, pair_rows = [], [], []
     for target in sorted(default_finals(cells)["target"].unique()):
         wide, note = blocks(cells, target)
@@ -155,8 +201,17 @@ def rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.Dat
 
 
 def cliques(order: list[str], different: set[frozenset[str]]) -> list[tuple[int, int]]:
-    """The bars of a critical-difference diagram: the maximal runs ``order[i..j]`` (methods sorted by
-    average rank, i < j) of which no two are ``different``, as (i, j)."""
+    """The bars of a critical-difference diagram.
+
+    A bar is a maximal run ``order[i..j]`` (i < j) of which no two methods are ``different``.
+
+    Args:
+        order: the methods sorted by average rank.
+        different: the pairs of methods that a test tells apart.
+
+    Returns:
+        The bars as (i, j), indices into ``order``, by increasing i; a run inside an earlier bar is not one.
+    """
     runs = []
     for i in range(len(order)):
         j = i
@@ -169,8 +224,18 @@ def cliques(order: list[str], different: set[frozenset[str]]) -> list[tuple[int,
 
 
 def iteration_seconds(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell (:data:`CELL_KEYS`): ``seconds``, the median over iterations >= 1 of the
-    row's fit, acquisition, recommendation and evaluation seconds summed (NaN without them)."""
+    """The seconds per iteration of each cell.
+
+    A cell's ``seconds`` is the median over its iterations >= 1 of the row's fit, acquisition, recommendation
+    and evaluation seconds summed (the timing columns it lacks count as 0).
+
+    Args:
+        frame: the rows of :func:`analysis.data.load_results`.
+
+    Returns:
+        A frame with one row per cell, columns :data:`analysis.data.CELL_KEYS` and ``seconds`` (NaN for every
+        cell where the rows hold no timing column).
+    """
     steps = frame.loc[frame["iteration"] >= 1]
     present = [c for c in TIMINGS if c in steps]
     if not present:
@@ -181,9 +246,18 @@ def iteration_seconds(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def cost_quality_table(frame: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
-    """Per (problem, alpha, target, T) and method of the default configuration: medians and
-    quartiles over seeds of the seconds per iteration (:func:`iteration_seconds`) and of the final
-    log10 regret, and ``n_seeds``."""
+    """Cost against quality per setting and method of the default configuration (module docstring).
+
+    Args:
+        frame: the rows of :func:`analysis.data.load_results`, for the seconds (:func:`iteration_seconds`).
+        cells: the cells of :func:`analysis.claim_cells.cell_values`, for the final regrets.
+
+    Returns:
+        A frame with one row per (problem, alpha, target, T, method), columns ``problem``, ``alpha``,
+        ``target``, ``iterations``, ``algorithm``, the quartiles over seeds of the seconds per iteration
+        (``seconds_q25``, ``seconds_median``, ``seconds_q75``) and of the final log10 regret (``final_q25``,
+        ``final_median``, ``final_q75``), and ``n_seeds``.
+    """
     finals = default_finals(cells).merge(iteration_seconds(frame), on=CELL_KEYS, how="left")
     rows = []
     for key, group in finals.groupby([*SETTING, "algorithm"], sort=True):
@@ -197,9 +271,20 @@ def cost_quality_table(frame: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame
 
 
 def at_budget(frame: pd.DataFrame, fraction: float, study: Study = NO_STUDY) -> pd.DataFrame:
-    """:func:`analysis.claim_cells.cell_values` as if every cell had stopped after ``fraction`` of its
-    iterations (rounded, at least 1): ``final`` is the log10 regret of that iteration's
-    recommendation; the default configuration is ``study``'s."""
+    """The cells as if every cell had stopped after ``fraction`` of its iterations.
+
+    The cells' iterations are cut at ``fraction`` of their last (rounded, at least 1), so that ``final`` is
+    the log10 regret of that iteration's recommendation.
+
+    Args:
+        frame: the rows of :func:`analysis.data.load_results`.
+        fraction: the fraction of each cell's iterations kept.
+        study: the study whose default configuration the cells are read in.
+
+    Returns:
+        The frame of :func:`analysis.claim_cells.cell_values` (one row per cell) of the cut rows, with
+        ``study``'s aliases, reduced effort and per-problem options.
+    """
     last = frame.groupby(CELL_KEYS, sort=False, dropna=False)["iteration"].transform("max")
     stop = np.maximum(1, np.rint(fraction * last))
     return study_cells(frame.loc[frame["iteration"] <= stop], study)
@@ -207,12 +292,27 @@ def at_budget(frame: pd.DataFrame, fraction: float, study: Study = NO_STUDY) -> 
 
 def choice_table(frame: pd.DataFrame, groups: dict[str, tuple[str, ...]], fractions: tuple[float, ...],
                  study: Study = NO_STUDY) -> pd.DataFrame:
-    """Which method to use, per group of problems (a kind of problem), risk measure and budget (a
-    fraction of the iterations): the method of lowest average rank over the group's blocks (problem,
-    seed), the methods no test tells apart from it (two-sided Wilcoxon signed-rank against it over
-    the blocks, Holm-corrected over the others: ``tied``), every method's average rank, and the best
-    one's median seconds per iteration. Of methods with equal average ranks the first by name is
-    called best (the tests then say whether they differ)."""
+    """Which method to use, per group of problems, risk measure and budget.
+
+    A group is a kind of problem, a budget a fraction of the iterations. The best method of a group is the one
+    of lowest average rank over the group's blocks (problem, seed); the methods no test tells apart from it
+    (two-sided Wilcoxon signed-rank against it over the blocks, Holm-corrected over the others) are ``tied``.
+    Of methods with equal average ranks the first by name is called best (the tests then say whether they
+    differ).
+
+    Args:
+        frame: the rows of :func:`analysis.data.load_results`.
+        groups: group name -> its problems.
+        fractions: the budgets, fractions of the iterations (:func:`at_budget`).
+        study: the study whose default configuration the cells are read in.
+
+    Returns:
+        A frame with one row per (budget, group, target) with at least two ranked methods and a complete
+        block, columns ``group``, ``target``, ``fraction``, ``best``, ``tied`` (comma-separated, by average
+        rank), ``n_blocks``, ``ranks`` (every method's average rank as text, best first), ``best_seconds``
+        (the best method's median seconds per iteration, :func:`iteration_seconds`) and ``note``
+        (:func:`blocks`).
+    """
     seconds = iteration_seconds(frame)
     rows = []
     for fraction in fractions:

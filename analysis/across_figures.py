@@ -48,8 +48,20 @@ def _finish(fig, handles: list, labels: list[str], width: float, height: float, 
 
 def profile_figure(profiles: pd.DataFrame, colour: dict[str, str], baseline: str, out: Path
                    ) -> tuple[str, str, dict[str, Path]]:
-    """One panel per target: each method's profile (fraction of runs at or below tau) with its 95 %
-    band, tau in decades of final regret against the baseline's median."""
+    """The figure of the performance profiles, drawn and saved.
+
+    One panel per target: each method's profile (fraction of runs at or below tau) with its 95 % band, tau in
+    decades of final regret against the baseline's median.
+
+    Args:
+        profiles: the profiles of :func:`analysis.across.profile_table`.
+        colour: method -> its colour.
+        baseline: the method the scores are measured against, drawn dashed.
+        out: the folder the figure is written to.
+
+    Returns:
+        (``"fig_profiles"``, the figure's title, the paths of its files by format, ``png`` and ``pdf``).
+    """
     targets = sorted(profiles["target"].unique())
     width, height = PAGE_WIDTH_IN, 3.8 * len(targets)  # one panel a row: legible at the page's width
     fig, axes = plt.subplots(len(targets), 1, figsize=(width, height), squeeze=False)
@@ -109,7 +121,18 @@ def _cd_panel(ax, ranks: pd.Series, pairs: pd.DataFrame, colour: dict[str, str],
 
 def cd_figure(ranks: pd.DataFrame, friedman: pd.DataFrame, pairs: pd.DataFrame, colour: dict[str, str],
               out: Path) -> tuple[str, str, dict[str, Path]]:
-    """One critical-difference diagram per target (average rank over every block; 1 is best)."""
+    """One critical-difference diagram per target, drawn and saved (average rank over every block; 1 is best).
+
+    Args:
+        ranks: the ``ranks`` frame of :func:`analysis.across.rank_tables`.
+        friedman: its ``friedman`` frame: one panel per row.
+        pairs: its ``pairs`` frame, whose ``different`` pairs split the bars.
+        colour: method -> its colour.
+        out: the folder the figure is written to.
+
+    Returns:
+        (``"fig_ranks"``, the figure's title, the paths of its files by format, ``png`` and ``pdf``).
+    """
     targets = list(friedman["target"])
     width = 9.0
     heights = [0.45 * max(len(ranks.loc[(ranks["target"] == t) & (ranks["problem"] == "all")]), 3) + 1.6
@@ -130,8 +153,19 @@ def cd_figure(ranks: pd.DataFrame, friedman: pd.DataFrame, pairs: pd.DataFrame, 
 
 def cost_quality_figure(table: pd.DataFrame, colour: dict[str, str], out: Path
                         ) -> tuple[str, str, dict[str, Path]]:
-    """One panel per (problem, target): each method's median seconds per iteration (log scale)
-    against its median final log10 regret, with the interquartile ranges of both over seeds."""
+    """The figure of cost against quality, drawn and saved.
+
+    One panel per (problem, target): each method's median seconds per iteration (log scale) against its median
+    final log10 regret, with the interquartile ranges of both over seeds.
+
+    Args:
+        table: the table of :func:`analysis.across.cost_quality_table`.
+        colour: method -> its colour.
+        out: the folder the figure is written to.
+
+    Returns:
+        (``"fig_cost_quality"``, the figure's title, the paths of its files by format, ``png`` and ``pdf``).
+    """
     panels = list(table.groupby(["problem", "target"], sort=True).groups)
     ncols = min(2, len(panels))  # two a row: legible at the page's width
     nrows = -(-len(panels) // ncols)

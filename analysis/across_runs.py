@@ -36,7 +36,18 @@ from harness.kernels import host_summary
 
 
 def run_summary(folder: Path, metas: dict[str, dict]) -> list[str]:
-    """One line per fact of a run: its cells, commits, environment digests and hosts."""
+    """What a run is: its cells, commits, environment digests and hosts.
+
+    Args:
+        folder: the run's results folder, named in the line.
+        metas: the metadata of its cells by spec hash (:func:`analysis.data.load_results`), whose
+            ``provenance`` is read.
+
+    Returns:
+        A list of one line, naming the folder, its number of cells, its commits and environment digests (each
+        with its number of cells, ``unknown`` where not recorded) and its hosts
+        (:func:`harness.kernels.host_summary`).
+    """
     provenances = [meta.get("provenance", {}) for meta in metas.values()]
 
     def counted(key: str) -> str:
@@ -61,9 +72,19 @@ def _same_rows(a: pd.DataFrame, b: pd.DataFrame) -> bool:
 
 
 def shared_cells(mine: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
-    """The cells both frames hold (by spec hash): one row each with its problem, algorithm, seed,
-    whether its rows are identical, both final regrets and the ratio of the median acquisition
-    seconds (``mine`` over ``other``)."""
+    """The cells both frames hold (by spec hash), compared.
+
+    Args:
+        mine: the rows of this report's run (:func:`analysis.data.load_results`).
+        other: the rows of another run.
+
+    Returns:
+        A frame with one row per shared cell, by spec hash, columns ``spec_hash``, ``problem``, ``algorithm``,
+        ``seed``, ``identical`` (whether its rows are the same run, :data:`analysis.data.RUN_COLUMNS`),
+        ``final_regret`` and ``other_final_regret`` (the regret of each run's last iteration) and
+        ``seconds_ratio`` (the median acquisition seconds of ``mine`` over those of ``other``, NaN where the
+        other's are not positive).
+    """
     rows = []
     for spec_hash in sorted(set(mine["spec_hash"]) & set(other["spec_hash"])):
         a, b = mine.loc[mine["spec_hash"] == spec_hash], other.loc[other["spec_hash"] == spec_hash]
@@ -79,8 +100,22 @@ def shared_cells(mine: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
 
 def across_runs_section(doc: Document, results: Path, also: tuple[Path, ...], out: Path,
                         paths: dict[str, Path]) -> pd.DataFrame:
-    """The report's section on the runs a ``--with`` report joins (module docstring); writes
-    ``across_runs.csv`` (the shared cells of each other folder) and returns it."""
+    """The report's section on the runs a ``--with`` report joins (module docstring).
+
+    Writes the section to ``doc`` and the shared cells of each other folder to ``across_runs.csv``.
+
+    Args:
+        doc: the report being written.
+        results: the report's own results folder.
+        also: the other folders (``--with``).
+        out: the folder ``across_runs.csv`` is written to.
+        paths: the report's files by name, to which ``across_runs.csv`` is added.
+
+    Returns:
+        The table written to ``across_runs.csv``, the frame of :func:`shared_cells` for each other folder,
+        with a column ``other`` naming the folder, concatenated (without ``other`` and empty where no other
+        folder is given).
+    """
     mine, my_metas = load_results(results)
     doc.heading("The runs compared", 2)
     doc.para("This report joins the rows of several runs (read, not rerun; a cell of both counts once, "

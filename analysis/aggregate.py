@@ -53,13 +53,29 @@ def _interval(samples: list[np.ndarray], statistic) -> tuple[float, float]:
 
 
 def default_finals(cells: pd.DataFrame) -> pd.DataFrame:
-    """The default-configuration cells of :func:`analysis.claim_cells.cell_values` with a final regret."""
+    """The default-configuration cells of :func:`analysis.claim_cells.cell_values` with a final regret.
+
+    Args:
+        cells: the cells of :func:`analysis.claim_cells.cell_values`.
+
+    Returns:
+        The rows of ``cells`` whose ``settings`` are the default (``{}``) and whose ``final`` is not NaN, all
+        columns kept.
+    """
     return cells.loc[(cells["settings"] == "{}") & cells["final"].notna()]
 
 
 def iqm_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """One row per (problem, alpha, target, T, algorithm): ``n_seeds``, ``iqm`` of the final log10
-    regret and its bootstrap interval ``iqm_low``, ``iqm_high``."""
+    """The interquartile mean of the final log10 regret over seeds per setting and method, with an interval.
+
+    Args:
+        cells: the cells of :func:`analysis.claim_cells.cell_values` (the default configuration's are used).
+
+    Returns:
+        A frame with one row per (problem, alpha, target, T, algorithm), columns ``problem``, ``alpha``,
+        ``target``, ``iterations``, ``algorithm``, ``n_seeds``, ``iqm`` and its bootstrap interval
+        ``iqm_low``, ``iqm_high`` (NaN with fewer than two seeds).
+    """
     rows = []
     for key, group in default_finals(cells).groupby([*SETTING, "algorithm"], sort=True):
         x = group["final"].to_numpy(float)
@@ -82,9 +98,19 @@ def _mean_below(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def improvement_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """One row per target and pair of methods that met on at least one problem, oriented so that A
-    is the one that tends to end lower: ``p_a_below_b`` (>= 0.5) with its stratified bootstrap
-    interval, ``n_problems`` and ``problems`` (where they met)."""
+    """The probability that one method ends below another, per target and pair of methods.
+
+    Only the pairs that met on at least one problem are compared. Each pair is oriented so that A is the
+    method that tends to end lower.
+
+    Args:
+        cells: the cells of :func:`analysis.claim_cells.cell_values` (the default configuration's are used).
+
+    Returns:
+        A frame with one row per (target, pair), columns ``target``, ``a``, ``b``, ``p_a_below_b`` (>= 0.5)
+        with its stratified bootstrap interval ``low``, ``high``, ``n_problems`` and ``problems`` (where they
+        met, comma-separated).
+    """
     finals = default_finals(cells)
     rows = []
     for target, part in finals.groupby("target", sort=True):
@@ -111,9 +137,20 @@ def _pooled_iqm(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def relative_iqm_table(cells: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """One row per target and method other than ``baseline``: the IQM over its runs on every problem
-    where ``baseline`` ran too of (final log10 regret - the baseline's median there), negative when
-    it ends below the baseline, with a stratified bootstrap interval; ``n_problems``, ``n_runs``."""
+    """The final log10 regret of each method against ``baseline``'s, per target, as an IQM over runs.
+
+    The IQM is taken over a method's runs on every problem where ``baseline`` ran too, of (final log10 regret
+    - the baseline's median there): negative when it ends below the baseline, with a stratified bootstrap
+    interval.
+
+    Args:
+        cells: the cells of :func:`analysis.claim_cells.cell_values` (the default configuration's are used).
+        baseline: the method the others are measured against.
+
+    Returns:
+        A frame with one row per (target, method other than ``baseline`` that met it), columns ``target``,
+        ``algorithm``, ``baseline``, ``iqm_vs_baseline``, ``low``, ``high``, ``n_problems`` and ``n_runs``.
+    """
     finals = default_finals(cells)
     rows = []
     for target, part in finals.groupby("target", sort=True):

@@ -18,7 +18,15 @@ BAND_LEVEL = 0.70
 
 
 def t_quantile(n: np.ndarray | pd.Series, level: float = BAND_LEVEL) -> np.ndarray:
-    """t_{(1 + level) / 2, n - 1}, NaN where n < 2."""
+    """The critical value of the band, t_{(1 + level) / 2, n - 1}.
+
+    Args:
+        n: the numbers of seeds.
+        level: the band's two-sided coverage.
+
+    Returns:
+        An array of the shape of ``n``, NaN where n < 2.
+    """
     n = np.asarray(n, dtype=float)
     dof = np.where(n >= 2, n - 1, np.nan)
     return stats.t.ppf(0.5 + level / 2, dof)
@@ -26,12 +34,19 @@ def t_quantile(n: np.ndarray | pd.Series, level: float = BAND_LEVEL) -> np.ndarr
 
 def band_table(frame: pd.DataFrame, level: float = BAND_LEVEL, value: str = "log10_regret"
                ) -> pd.DataFrame:
-    """One row per (series, iteration) of a frame with the column ``value`` (by default
-    ``log10_regret``, with ``at_floor``; e.g. ``var_rec`` for the true VaR of the recommendations).
+    """The confidence band of ``value``'s mean over seeds, per series and iteration (module docstring).
 
-    Columns: the series keys, ``iteration``, ``n_seeds``, ``n_floor`` (seeds at the floor; 0 without
-    ``at_floor``), ``mean``, ``sd``, ``se``, ``t_crit``, ``half_width``, ``lower``, ``upper`` (in the
-    units of ``value``).
+    Args:
+        frame: rows with the series keys (:data:`analysis.data.SERIES_KEYS`), ``iteration`` and ``value``, and
+            optionally ``at_floor``.
+        level: the band's two-sided coverage.
+        value: the column the band is of, by default ``log10_regret`` (with ``at_floor``); e.g. ``var_rec``
+            for the true VaR of the recommendations.
+
+    Returns:
+        A frame with one row per (series, iteration), columns the series keys, ``iteration``, ``n_seeds``,
+        ``n_floor`` (seeds at the floor; 0 without ``at_floor``), ``mean``, ``sd``, ``se``, ``t_crit``,
+        ``half_width``, ``lower``, ``upper`` (in the units of ``value``; the band NaN with one seed).
     """
     frame = frame if "at_floor" in frame else frame.assign(at_floor=False)
     grouped = frame.groupby([*SERIES_KEYS, "iteration"], sort=True, dropna=False)

@@ -26,7 +26,15 @@ STATISTICS = {"final": "final-iteration log10 regret",
 
 
 def seeds_text(seeds: Iterable[int]) -> str:
-    """``3-7`` for a run of more than two consecutive seeds, else the seeds comma-separated; ``none``."""
+    """The seeds in short, for a report.
+
+    Args:
+        seeds: the seeds, in any order, repeats allowed.
+
+    Returns:
+        ``3-7`` for a run of more than two consecutive seeds, else the seeds comma-separated (sorted);
+        ``none`` for no seed.
+    """
     seeds = sorted(set(int(s) for s in seeds))
     if not seeds:
         return "none"
@@ -38,15 +46,26 @@ def seeds_text(seeds: Iterable[int]) -> str:
 def cell_values(frame: pd.DataFrame, aliases: dict[str, str] | None = None,
                 reduced: tuple[str, ...] = (),
                 fixed: dict[str, dict[str, dict]] | None = None) -> pd.DataFrame:
-    """One row per cell: its keys, ``final`` (final log10 regret), ``last10`` (mean log10 regret over
-    its last :data:`LAST_ITERATIONS` iterations, iteration 0 excluded unless it is all there is),
-    ``time`` (median t_acq_s over iterations >= 1), ``arm`` (the algorithm the claims know it as) and
-    ``settings`` (canonical JSON of its non-default settings, ``algorithm`` for an alias).
-    ``aliases``: the study's algorithms that stand in for another one (:class:`harness.study.Study`).
-    ``reduced``: the study's algorithms run at their declared reduced effort (its
-    ``reduced_effort``): a cell of one whose options hold that effort counts as default (those
-    options are not settings), one without them is the variant ``effort=full``. ``fixed``: problem
-    -> algorithm -> options the study sets there (its ``problem_options``): not settings either."""
+    """The values the claims are tested on, one row per cell.
+
+    A cell of an algorithm in ``reduced`` whose options hold its declared reduced effort counts as default
+    (those options are not settings); one without them is the variant ``effort=full``.
+
+    Args:
+        frame: the rows of :func:`analysis.data.load_results`.
+        aliases: the study's algorithms that stand in for another one (:class:`harness.study.Study`).
+        reduced: the study's algorithms run at their declared reduced effort (its ``reduced_effort``).
+        fixed: problem -> algorithm -> options the study sets there (its ``problem_options``): not settings
+            either.
+
+    Returns:
+        A frame with one row per cell, columns its keys (``problem``, ``target``, ``options``, ``algorithm``,
+        ``alpha``, ``iterations``, ``seed``), ``n_rows``, ``final`` (final log10 regret), ``last10`` (mean
+        log10 regret over its last :data:`LAST_ITERATIONS` iterations, iteration 0 excluded unless it is all
+        there is), ``time`` (median t_acq_s over iterations >= 1, NaN without the column), ``arm`` (the
+        algorithm the claims know it as) and ``settings`` (canonical JSON of its non-default settings,
+        ``algorithm`` for an alias).
+    """
     keys = ["problem", "target", "options", "algorithm", "alpha", "iterations", "seed"]
     frame = frame.copy()
     last = frame.groupby(keys, sort=False, dropna=False)["iteration"].transform("max")
@@ -77,15 +96,33 @@ def cell_values(frame: pd.DataFrame, aliases: dict[str, str] | None = None,
 
 
 def study_cells(frame: pd.DataFrame, study: Study) -> pd.DataFrame:
-    """:func:`cell_values` with ``study``'s aliases, reduced effort and per-problem options."""
+    """:func:`cell_values` with ``study``'s aliases, reduced effort and per-problem options.
+
+    Args:
+        frame: the rows of :func:`analysis.data.load_results`.
+        study: the study whose configuration is the default.
+
+    Returns:
+        The frame of :func:`cell_values`, one row per cell.
+    """
     return cell_values(frame, study.aliases, study.reduced_effort, study.problem_options)
 
 
 def cell_settings(options: dict, algorithm: str, problem: str, study: Study) -> str:
-    """A cell's non-default settings in ``study`` (canonical JSON, :data:`DEFAULT_OPTIONS` for the
-    study's own configuration), by the rules of :func:`cell_values`: the options ``study`` sets on
-    ``problem`` and the reduced effort it runs ``algorithm`` at are its configuration, not
-    settings."""
+    """A cell's non-default settings in ``study``, by the rules of :func:`cell_values`.
+
+    The options ``study`` sets on ``problem`` and the reduced effort it runs ``algorithm`` at are its
+    configuration, not settings.
+
+    Args:
+        options: the cell's options.
+        algorithm: the cell's algorithm (an alias of the study's is a setting).
+        problem: the cell's problem.
+        study: the study whose configuration is the default.
+
+    Returns:
+        The settings as canonical JSON, :data:`DEFAULT_OPTIONS` for the study's own configuration.
+    """
     arm = study.aliases.get(algorithm, algorithm)
     effort = _reduced_effort(arm, problem) if arm in study.reduced_effort else None
     return _settings(json.dumps(options, sort_keys=True), algorithm, study.aliases, effort,
@@ -120,9 +157,19 @@ def _settings(options: str, algorithm: str, aliases: dict[str, str], effort: dic
 
 
 def variant_label(a: dict, b: dict, named: dict[str, dict] | None = None) -> str:
-    """The non-default settings of two paired sides, each named once: ``gp=...`` first, then an
-    aliased algorithm by name, then options as ``name=value`` (the study's named option sets by
-    their name); ``default`` when there are none."""
+    """The label of the non-default settings of two paired sides, each named once.
+
+    ``gp=...`` comes first, then an aliased algorithm by name, then options as ``name=value`` (the study's
+    named option sets by their name).
+
+    Args:
+        a: the settings of side A (the parsed ``settings`` of :func:`cell_values`).
+        b: those of side B.
+        named: the study's named option sets (name -> options).
+
+    Returns:
+        The parts comma-separated; ``default`` when there are none.
+    """
     named = named or {}
     a, b = _named(a, named), _named(b, named)
     parts = []
@@ -153,11 +200,24 @@ def _compatible(a: dict, b: dict, shared: set[str]) -> bool:
 
 def variants(cells: pd.DataFrame, problem: str, a: str, b: str, target: str,
              named: dict[str, dict] | None = None) -> list[tuple[str, pd.DataFrame, str]]:
-    """Every variant under which ``a`` and ``b`` pair on ``problem``: (label, paired cells, note).
+    """Every variant under which ``a`` and ``b`` pair on ``problem``.
 
-    The paired cells have the columns of :func:`cell_values` suffixed ``_a`` / ``_b`` and ``seed``,
-    ``alpha``, ``iterations``, at the (alpha, iterations) with the most pairs. The default variant
-    always comes first, empty (not run) when it has no pairs, with a note on what is missing.
+    The paired cells are at the (alpha, iterations) with the most pairs. The default variant always comes
+    first, empty (not run) when it has no pairs, with a note on what is missing.
+
+    Args:
+        cells: the cells of :func:`cell_values`.
+        problem: the problem the sides pair on.
+        a: side A's algorithm, as the claims know it (``arm``).
+        b: side B's.
+        target: the risk measure.
+        named: the study's named option sets (:func:`variant_label`).
+
+    Returns:
+        A list of (label, paired cells, note), the default variant first, then the others with pairs by label.
+        The paired cells are a frame with one row per seed, the columns of :func:`cell_values` suffixed ``_a``
+        / ``_b`` and ``seed``, ``alpha``, ``iterations``; the note counts the cells without a partner, ``""``
+        where every one has one.
     """
     sub = cells.loc[(cells["problem"] == problem) & (cells["target"] == target)]
     cells_a, cells_b = sub.loc[sub["arm"] == a], sub.loc[sub["arm"] == b]

@@ -84,8 +84,17 @@ from harness.study import Comparison, Study
 
 
 def claims_table(frame: pd.DataFrame, study: Study) -> pd.DataFrame:
-    """Every sub-claim of ``study``'s claims under every variant found, by every statistic, one row
-    each (see the module docstring for the rules). ``frame``: all rows with ``log10_regret``."""
+    """Every sub-claim of ``study``'s claims under every variant found, by every statistic, one row each (see
+    the module docstring for the rules).
+
+    Args:
+        frame: all rows with ``log10_regret`` (:func:`analysis.data.load_results`).
+        study: the study whose claims are tested.
+
+    Returns:
+        A frame with one row per (sub-claim, variant, statistic), the fields of
+        :class:`analysis.subclaims.Sub` as columns, Holm-adjusted and decided by :func:`adjust`.
+    """
     cells = study_cells(frame, study)
     subs: list[Sub] = []
     for claim in study.claims:
@@ -136,11 +145,21 @@ FAMILY = ["claim", "variant", "statistic"]
 
 
 def adjust(table: pd.DataFrame) -> pd.DataFrame:
-    """Holm-adjust ``p_value`` and ``p_against`` within each family (:data:`FAMILY`; the tested
-    sub-claims of one claim under one variant by one statistic), decide every tested sub-claim's
-    ``verdict`` on the adjusted values (``verdict_unadjusted`` keeps the raw decision), and add the
-    power of its test at 10 seeds and the seeds 80 % power needs (:mod:`analysis.power`), at the
-    family's Bonferroni level, the strictest step of Holm's."""
+    """Holm-adjust the p-values within each family and decide every tested sub-claim's ``verdict``.
+
+    ``p_value`` and ``p_against`` are adjusted within each family (:data:`FAMILY`; the tested sub-claims of
+    one claim under one variant by one statistic), the verdicts decided on the adjusted values
+    (``verdict_unadjusted`` keeps the raw decision), and the power of each test at 10 seeds and the seeds 80 %
+    power needs (:mod:`analysis.power`) added, at the family's Bonferroni level, the strictest step of Holm's.
+
+    Args:
+        table: the claims table's rows (the fields of :class:`analysis.subclaims.Sub`), untested rows with a
+            NaN ``p_value``.
+
+    Returns:
+        A copy of ``table`` with ``p_holm``, ``p_against_holm``, ``family``, ``verdict``, ``note``,
+        ``power_10`` and ``seeds_80`` set on the tested rows; the untested rows as they were.
+    """
     table = table.copy()
     tested = table["p_value"].notna()
     for _, index in table.loc[tested].groupby(FAMILY, sort=False).groups.items():
@@ -173,13 +192,22 @@ def _combine(verdicts: list[str]) -> str:
 
 
 def overall(table: pd.DataFrame, study: Study) -> pd.DataFrame:
-    """One row per claim: its statement; ``verdict`` under the default configuration by the headline
-    statistic (final log10 regret; queries for "same queries", time for "is cheaper") and
-    ``verdict_last10`` by the second; the counts of the default sub-claim verdicts; ``changes``: each
-    sub-claim where a variant, or the second statistic, gives another verdict than the default
-    configuration by the same statistic; ``flipped``: whether any of these turns reproduced into not
-    reproduced or back; ``where_default_not_run``: the verdicts of variants on sub-claims the default
-    did not run, counted per statistic (the sensitivity table has them one by one)."""
+    """The verdict of each claim under the default configuration, and what the variants change.
+
+    Args:
+        table: the claims table (:func:`claims_table`).
+        study: the study whose claims are summarized, in its order.
+
+    Returns:
+        A frame with one row per claim, columns ``claim``, ``statement``, ``verdict`` (under the default
+        configuration by the headline statistic, final log10 regret; queries for "same queries", time for "is
+        cheaper"), ``verdict_last10`` (by the second statistic, ``""`` where not tested), ``sub-claims`` (the
+        counts of the default sub-claim verdicts), ``flipped`` (whether any change turns reproduced into not
+        reproduced or back), ``changes`` (each sub-claim where a variant, or the second statistic, gives
+        another verdict than the default configuration by the same statistic) and ``where_default_not_run``
+        (the verdicts of variants on sub-claims the default did not run, counted per statistic; the
+        sensitivity table has them one by one).
+    """
     rows = []
     for declared in study.claims:
         claim, statement, headline = declared.id, declared.statement, declared.headline
@@ -242,10 +270,20 @@ SHORT = {REPRODUCED: "yes", NOT_REPRODUCED: "NO", INCONCLUSIVE: "?", NOT_RUN: "-
 
 
 def sensitivity_table(table: pd.DataFrame, claims: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """One row per variant (the default first), one column per sub-claim (``CLAIM problem: A vs B``):
-    the verdict by the final and by the last-10 statistic, "final / last10" in short forms
-    (:data:`SHORT`; '-' where the variant did not run on that sub-claim). Claims tested by queries or
-    time (one statistic, default only or timing) are left out unless named."""
+    """The verdicts of every sub-claim under every variant, by the final and by the last-10 statistic.
+
+    Claims tested by queries or time (one statistic, default only or timing) are left out unless named.
+
+    Args:
+        table: the claims table (:func:`claims_table`).
+        claims: the claims to keep (default: every claim tested by ``final`` and ``last10``).
+
+    Returns:
+        A frame with one row per variant (the default first, then by name), a column ``variant`` and one
+        column per sub-claim (``CLAIM problem: A vs B``) holding ``"final / last10"`` in short forms
+        (:data:`SHORT`; ``-`` where the variant did not run on that sub-claim); sub-claims no variant ran are
+        left out. Empty (no columns) where no row is kept.
+    """
     keep = table.loc[table["statistic"].isin(STATISTICS)]
     if claims is not None:
         keep = keep.loc[keep["claim"].isin(claims)]

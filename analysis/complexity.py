@@ -42,8 +42,17 @@ NO_COMPLEXITY = Complexity()
 
 
 def method_label(algorithm: str, z_kind: str, complexity: Complexity = NO_COMPLEXITY) -> str:
-    """The method name used in the tables and figures: the study's label for (algorithm, kind of Z)
-    if it declares one, else the algorithm's name, with " (continuous Z)" on a continuous Z."""
+    """The method name used in the tables and figures.
+
+    Args:
+        algorithm: the algorithm's registered name.
+        z_kind: the kind of Z, ``"continuous"`` or another (discrete).
+        complexity: the study's method labels (:class:`harness.study.Complexity`).
+
+    Returns:
+        The study's label for (algorithm, kind of Z) if it declares one, else the algorithm's name, with "
+        (continuous Z)" on a continuous Z.
+    """
     label = complexity.labels.get((algorithm, z_kind))
     if label is not None:
         return label
@@ -52,9 +61,19 @@ def method_label(algorithm: str, z_kind: str, complexity: Complexity = NO_COMPLE
 
 def formula_slope(method: str, varied: str, fixed: float, sizes: np.ndarray,
                   complexity: Complexity = NO_COMPLEXITY) -> float:
-    """The least-squares log-log slope of the study's formula for ``method`` over ``sizes`` of the
-    varied size (``"D"`` or ``"Dz"``) with the other held at ``fixed``: the exponent the formula
-    predicts in the regime measured (NaN without a formula)."""
+    """The least-squares log-log slope of the study's formula for ``method``: the exponent the formula
+    predicts in the regime measured.
+
+    Args:
+        method: the method's label (:func:`method_label`), with or without :data:`EVALUATION_SUFFIX`.
+        varied: the varied size, ``"D"`` or ``"Dz"``.
+        fixed: the other size, held at this value.
+        sizes: the sizes of the varied one the formula is evaluated at.
+        complexity: the study's formulas (:class:`harness.study.Complexity`).
+
+    Returns:
+        The slope, NaN without a formula for ``method`` or with fewer than two distinct sizes.
+    """
     formula = complexity.formulas.get(method.removesuffix(EVALUATION_SUFFIX))
     s = np.unique(np.asarray(sizes, dtype=float))
     if formula is None or len(s) < 2:
@@ -84,17 +103,22 @@ class Slope:
 
 
 def fit_slope(sizes: np.ndarray, seconds: np.ndarray, level: float = 0.95) -> Slope:
-    """The slope k of log10 t = a + k log10 s by least squares, with the interval
-    k +- t_{(1+level)/2, n-2} * se(k) (the usual regression interval; every repetition of a timing is
-    one point, so the interval reflects the timing noise too).
+    """The slope k of log10 t = a + k log10 s by least squares, with its confidence interval.
+
+    The interval is k +- t_{(1+level)/2, n-2} se(k) (the usual regression interval; every repetition of a
+    timing is one point, so the interval reflects the timing noise too).
 
     Args:
-        sizes: ``n`` positive sizes (|D| or |Dz|), at least two distinct.
+        sizes: ``n`` positive sizes (``|D|`` or ``|Dz|``), at least two distinct.
         seconds: ``n`` positive times.
         level: confidence level in (0, 1).
 
+    Returns:
+        The fitted :class:`Slope`, its interval of width 0 where the points lie on a line.
+
     Raises:
-        ValueError: fewer than two distinct sizes, fewer than three points, or non-positive values.
+        ValueError: arrays that are not 1-D of one length, fewer than two distinct sizes, fewer than three
+            points, or non-positive values.
     """
     s = np.asarray(sizes, dtype=float)
     t = np.asarray(seconds, dtype=float)
@@ -114,16 +138,24 @@ def fit_slope(sizes: np.ndarray, seconds: np.ndarray, level: float = 0.95) -> Sl
 
 def slope_table(frame: pd.DataFrame, level: float = 0.95, complexity: Complexity = NO_COMPLEXITY
                 ) -> pd.DataFrame:
-    """One row per (method, varied size, the other size held fixed): the fitted slope, its interval,
-    the study's formula slope and exponent (columns ``formula_slope``, ``formula_exponent``,
-    ``formula_term``; NaN and "" where it declares none) and whether the interval lies at or below
-    the exponent.
+    """The fitted log-log slopes of the timings, each beside the study's formula.
+
+    Groups with fewer than two distinct sizes or three points are left out (nothing to fit: the study
+    stopped).
 
     Args:
-        frame: timings with columns ``method``, ``varied`` ("D" or "Dz"), ``size`` (the varied
-            size), ``fixed`` (the other size), ``seconds`` (one row per timed repetition).
+        frame: timings with columns ``method``, ``varied`` ("D" or "Dz"), ``size`` (the varied size),
+            ``fixed`` (the other size), ``seconds`` (one row per timed repetition), as :func:`timing_points`
+            gives them.
         level: confidence level of the intervals.
         complexity: the study's formulas and exponents (:class:`harness.study.Complexity`).
+
+    Returns:
+        A frame with one row per (method, varied size, the other size held fixed), columns ``method``,
+        ``varied``, ``fixed``, ``size_min``, ``size_max``, the fitted ``slope`` and its interval ``low``,
+        ``high`` (:func:`fit_slope`), ``points``, ``sizes``, the study's formula slope and exponent
+        (``formula_slope``, ``formula_exponent``, ``formula_term``; NaN and "" where it declares none) and
+        ``within_formula`` (whether the interval's low end lies at or below the exponent; None without one).
     """
     rows = []
     for (method, varied, fixed), group in frame.groupby(["method", "varied", "fixed"], sort=True):
@@ -147,17 +179,23 @@ def slope_table(frame: pd.DataFrame, level: float = 0.95, complexity: Complexity
 
 def timing_points(timings: pd.DataFrame, clock: str = "cpu_seconds",
                   complexity: Complexity = NO_COMPLEXITY) -> pd.DataFrame:
-    """The timing cells' rows as points of :func:`slope_table`: every timed call twice, once as a
-    point of its method's curve against |D| (``fixed`` = |Dz|) and once against |Dz| (``fixed`` =
-    |D|). Proposals are labelled by :func:`method_label`, evaluations of the acquisition function by
-    that label plus :data:`EVALUATION_SUFFIX`; every fit is :data:`FIT_METHOD` (the fit does not
-    depend on the method).
+    """The timing cells' rows as points of :func:`slope_table`.
+
+    Every timed call is a point twice, once of its method's curve against ``|D|`` (``fixed`` = ``|Dz|``) and
+    once against ``|Dz|`` (``fixed`` = ``|D|``). Proposals are labelled by :func:`method_label`, evaluations
+    of the acquisition function by that label plus :data:`EVALUATION_SUFFIX`; every fit is :data:`FIT_METHOD`
+    (the fit does not depend on the method).
 
     Args:
         timings: :func:`harness.results.read_timings` output.
-        clock: ``"cpu_seconds"`` (default: process CPU time, robust to other processes on the
-            machine) or ``"seconds"`` (wall clock).
+        clock: ``"cpu_seconds"`` (default: process CPU time, robust to other processes on the machine) or
+            ``"seconds"`` (wall clock).
         complexity: the study's method labels (:class:`harness.study.Complexity`).
+
+    Returns:
+        A frame with two rows per timed call of positive seconds (the ``D`` points first), columns ``method``,
+        ``varied``, ``size``, ``fixed``, ``seconds``, ``n_obs``, ``n_z``; empty, with those columns, without
+        timings.
     """
     if timings.empty:
         return pd.DataFrame(columns=["method", "varied", "size", "fixed", "seconds", "n_obs", "n_z"])
@@ -175,8 +213,17 @@ def timing_points(timings: pd.DataFrame, clock: str = "cpu_seconds",
 
 def median_table(timings: pd.DataFrame, clock: str = "cpu_seconds",
                  complexity: Complexity = NO_COMPLEXITY) -> pd.DataFrame:
-    """Median and interquartile range of each (method, |D|, |Dz|) over its repeats (methods labelled
-    as :func:`timing_points` does)."""
+    """Median and interquartile range of each (method, ``|D|``, ``|Dz|``) over its repeats.
+
+    Args:
+        timings: :func:`harness.results.read_timings` output.
+        clock: the clock read, as in :func:`timing_points`.
+        complexity: the study's method labels, as in :func:`timing_points`.
+
+    Returns:
+        A frame with one row per (method, ``|D|``, ``|Dz|``), methods labelled as :func:`timing_points` does,
+        columns ``method``, ``n_obs``, ``n_z``, ``median_s``, ``q25_s``, ``q75_s``, ``repeats``.
+    """
     points = timing_points(timings, clock, complexity)
     points = points.loc[points["varied"] == "D"]
     grouped = points.groupby(["method", "n_obs", "n_z"])["seconds"]

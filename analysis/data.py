@@ -35,8 +35,15 @@ ACHIEVED_COLUMN = {name: measure.column for name, measure in RISK_MEASURES.items
 
 
 def achieved(frame: pd.DataFrame) -> pd.Series:
-    """The true value of each row's recommendation under the row's target (VaR, CVaR or the worst
-    case): ``var_rec``, ``cvar_rec`` or ``worst_rec`` by :data:`ACHIEVED_COLUMN`."""
+    """The true value of each row's recommendation under the row's target (VaR, CVaR, worst case or mean).
+
+    Args:
+        frame: rows with ``target`` and the columns of :data:`ACHIEVED_COLUMN` their targets name.
+
+    Returns:
+        A float series on ``frame``'s index, each row's ``var_rec``, ``cvar_rec``, ``worst_rec`` or
+        ``mean_rec`` by :data:`ACHIEVED_COLUMN`, NaN for a target it does not name.
+    """
     out = pd.Series(np.nan, index=frame.index, dtype=float)
     for target, column in ACHIEVED_COLUMN.items():
         rows = frame["target"] == target
@@ -50,14 +57,22 @@ class NegativeRegretError(ValueError):
 
 
 def load_results(out: Path) -> tuple[pd.DataFrame, dict[str, dict]]:
-    """The rows of every finished cell under ``out`` (:func:`harness.results.read_results`) with
-    ``iterations`` and ``options`` taken from each file's ``varbo`` metadata (``options`` holds the
-    cell's settings, :func:`settings_json`: its GP profile too, when not the default), and that
-    metadata by spec hash.
+    """The rows of every finished cell under ``out``, and the cells' metadata.
 
-    ``read_results`` passes ``schema=ROW_SCHEMA`` to ``pq.read_table``, which drops the file's
-    metadata, so its ``iterations`` come back null and its ``options`` always ``{}``; the metadata is
-    read here once more (schemas only) so that cells differing in options or iterations stay apart.
+    The rows are those of :func:`harness.results.read_results`, with ``iterations`` and ``options`` taken from
+    each file's ``varbo`` metadata (``options`` holds the cell's settings, :func:`settings_json`: its GP
+    profile too, when not the default). ``read_results`` passes ``schema=ROW_SCHEMA`` to ``pq.read_table``,
+    which drops the file's metadata, so its ``iterations`` come back null and its ``options`` always ``{}``;
+    the metadata is read here once more (schemas only) so that cells differing in options or iterations stay
+    apart.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        (frame, metas), where ``frame`` has one row per stored iteration of a cell, the columns of
+        :data:`harness.results.ROW_SCHEMA` and ``optimum_lower_bound`` (when not empty), and ``metas`` is each
+        optimization cell's metadata by spec hash (timing cells left out).
     """
     frame = read_results(out)
     metas = {path.stem.rsplit("-", 1)[-1]: read_metadata(path) for path in result_files(out)}
@@ -92,16 +107,25 @@ def _run_values(rows: pd.DataFrame) -> list[tuple]:
 def drop_duplicate_cells(frame: pd.DataFrame, metas: dict[str, dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One cell stored under two spec hashes counts once.
 
-    Two specs can describe one run: a cell run alone without ``--iterations`` leaves T unset in its
-    spec, the grid's cell of the same problem, algorithm, settings, alpha and seed sets T, and their
-    hashes differ. Counted twice, such a cell would double its seed in a band and in the claims'
-    pairs. Per :data:`CELL_KEYS`, the rows of one file are kept: the one whose spec sets T (as grids
-    write it), then the first spec hash. Returns ``(frame, duplicates)``; ``duplicates`` has one row
-    per dropped file: the cell's keys, ``kept`` and ``dropped`` (spec hashes).
+    Two specs can describe one run: a cell run alone without ``--iterations`` leaves T unset in its spec, the
+    grid's cell of the same problem, algorithm, settings, alpha and seed sets T, and their hashes differ.
+    Counted twice, such a cell would double its seed in a band and in the claims' pairs. Per
+    :data:`CELL_KEYS`, the rows of one file are kept: the one whose spec sets T (as grids write it), then the
+    first spec hash.
 
-    Raises :class:`DuplicateCellError` naming the cells whose files differ in any of
-    :data:`RUN_COLUMNS` (two runs of one spec give identical rows, so a difference means different
-    code or data, and which one is right is for the user to say).
+    Args:
+        frame: the rows of :func:`load_results`.
+        metas: the cells' metadata by spec hash (:func:`load_results`).
+
+    Returns:
+        (frame, duplicates), where ``frame`` holds the kept rows (``frame`` itself where no cell is stored
+        twice) and ``duplicates`` has one row per dropped file, columns the cell's keys (:data:`CELL_KEYS`),
+        ``kept`` and ``dropped`` (spec hashes).
+
+    Raises:
+        DuplicateCellError: naming the cells whose files differ in any of :data:`RUN_COLUMNS` (two runs of one
+            spec give identical rows, so a difference means different code or data, and which one is right is
+            for the user to say).
     """
     columns = [*CELL_KEYS, "kept", "dropped"]
     if frame.empty:
@@ -130,9 +154,17 @@ def drop_duplicate_cells(frame: pd.DataFrame, metas: dict[str, dict]) -> tuple[p
 
 
 def settings_json(spec: dict) -> str:
-    """A cell's non-default settings as the analysis keys them (the ``options`` column): its
-    algorithm options and, when it is not the default, its GP profile as ``gp``, canonical JSON.
-    Cells that differ in either never share a series, and labels and claim variants name both."""
+    """A cell's non-default settings as the analysis keys them (the ``options`` column).
+
+    They are its algorithm options and, when it is not the default, its GP profile as ``gp``. Cells that
+    differ in either never share a series, and labels and claim variants name both.
+
+    Args:
+        spec: the cell's spec as stored in its metadata (a :class:`harness.spec.CellSpec` as a dict).
+
+    Returns:
+        The settings as canonical JSON (sorted keys), ``{}`` for none.
+    """
     settings = dict(spec.get("options", []))
     if spec.get("gp", DEFAULT_GP) != DEFAULT_GP:
         settings["gp"] = spec["gp"]
@@ -161,10 +193,20 @@ def check_regret(frame: pd.DataFrame, tolerance: float = NEGATIVE_TOLERANCE) -> 
 
 
 def beaten_bounds(frame: pd.DataFrame, tolerance: float = NEGATIVE_TOLERANCE) -> pd.DataFrame:
-    """Where a stored optimum is a lower bound (``optimum_lower_bound``), the best value any
-    recommendation reached, per (problem, alpha, target): ``bound``, ``best_found`` (bound - least regret),
-    ``beaten_by`` (max(0, best_found - bound)), ``beaten`` (by more than ``tolerance``), the cell
-    and iteration where it was found, and ``cells``."""
+    """The best value any recommendation reached where a stored optimum is only a lower bound
+    (``optimum_lower_bound``).
+
+    Args:
+        frame: the rows of :func:`load_results`.
+        tolerance: a bound is ``beaten`` where a regret lies below minus this.
+
+    Returns:
+        A frame with one row per (problem, alpha, target) of a lower bound, columns ``problem``, ``alpha``,
+        ``target``, ``bound``, ``best_found`` (bound - least regret), ``beaten_by`` (max(0, best_found -
+        bound)), ``beaten`` (by more than ``tolerance``), the cell and iteration where it was found
+        (``algorithm``, ``seed``, ``iteration``) and ``cells`` (how many cells ran there); empty, with those
+        columns, where no optimum is a lower bound.
+    """
     columns = ["problem", "alpha", "target", "bound", "best_found", "beaten_by", "beaten", "algorithm",
                "seed", "iteration", "cells"]
     if "optimum_lower_bound" not in frame or not frame["optimum_lower_bound"].any():
@@ -188,11 +230,21 @@ OPTIMUM, BEST_FOUND = "optimum", "best found"
 
 
 def regret_against_best_found(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with ``regret_basis`` and, where the optimum is unknown (null ``optimum``: a user's
-    problem that declares none), ``optimum`` set to the best true value (VaR, CVaR or worst case for
-    that target) any recommendation in the frame reached, per (problem, alpha, target), and ``regret`` to
-    that best minus the row's value: the usual practice where no optimum is known. The basis depends on
-    the runs in the folder: more or better runs raise it, and every such regret with it."""
+    """The rows with their regrets against the best value found, where the optimum is unknown.
+
+    Where the optimum is unknown (null ``optimum``: a user's problem that declares none), ``optimum`` is set
+    to the best true value under that target (:func:`achieved`) any recommendation in the frame reached, per
+    (problem, alpha, target), and ``regret`` to that best minus the row's value: the usual practice where no
+    optimum is known. The basis depends on the runs in the folder: more or better runs raise it, and every
+    such regret with it.
+
+    Args:
+        frame: the rows of :func:`load_results`.
+
+    Returns:
+        A copy of ``frame``, one row per row, with ``regret_basis`` (:data:`OPTIMUM` or :data:`BEST_FOUND`)
+        and, on the rows of an unknown optimum, ``optimum`` and ``regret`` set as above.
+    """
     out = frame.copy()
     unknown = out["optimum"].isna()
     out["regret_basis"] = np.where(unknown, BEST_FOUND, OPTIMUM)
@@ -206,9 +258,20 @@ def regret_against_best_found(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_log_regret(frame: pd.DataFrame, floor: float = DEFAULT_FLOOR) -> pd.DataFrame:
-    """``frame`` plus ``at_floor`` (regret <= floor) and ``log10_regret`` (log10 max(regret, floor)).
+    """``frame`` plus its regret on the log scale, floored.
 
     Call :func:`check_regret` first: this function floors whatever it is given.
+
+    Args:
+        frame: rows with ``regret``.
+        floor: the least regret drawn and tested (:data:`DEFAULT_FLOOR`).
+
+    Returns:
+        A copy of ``frame`` with ``at_floor`` (regret <= floor) and ``log10_regret`` (log10 max(regret,
+        floor)).
+
+    Raises:
+        ValueError: a floor that is not positive.
     """
     if not floor > 0:
         raise ValueError(f"the floor must be positive, got {floor}")
@@ -220,19 +283,41 @@ def with_log_regret(frame: pd.DataFrame, floor: float = DEFAULT_FLOOR) -> pd.Dat
 
 
 def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell: its last stored iteration (the planned ``iterations`` for a finished cell)."""
+    """The last row of every cell.
+
+    Args:
+        frame: the rows of :func:`load_results`.
+
+    Returns:
+        A frame with one row per cell (:data:`CELL_KEYS`), its last stored iteration (the planned
+        ``iterations`` for a finished cell), ``frame``'s columns, a fresh index.
+    """
     last = frame.groupby(CELL_KEYS, sort=False, dropna=False)["iteration"].transform("max")
     return frame.loc[frame["iteration"] == last].reset_index(drop=True)
 
 
 def options_text(options: str) -> str:
-    """A series' options as people read them: ``{"gp": "borisk", "beta": "authors"}`` (the JSON of
-    the ``options`` column) -> ``gp=borisk, beta=authors`` ("" for the default options)."""
+    """A series' options as people read them.
+
+    Args:
+        options: the JSON of the ``options`` column, e.g. ``{"gp": "borisk", "beta": "authors"}``.
+
+    Returns:
+        ``gp=borisk, beta=authors`` for that example, ``""`` for the default options.
+    """
     return ", ".join(f"{k}={v}" for k, v in json.loads(options).items())
 
 
 def normalise(frame: pd.DataFrame) -> pd.DataFrame:
-    """Column types the analysis relies on (string keys, float alpha) whatever pandas inferred."""
+    """Column types the analysis relies on (string keys, float alpha) whatever pandas inferred.
+
+    Args:
+        frame: the rows of :func:`load_results`.
+
+    Returns:
+        A copy of ``frame`` with string ``problem``, ``algorithm``, ``target`` and ``options``, float
+        ``alpha``, and int64 ``iterations`` (-1 where unset), ``seed`` and ``iteration``.
+    """
     out = frame.copy()
     for column in ("problem", "algorithm", "target", "options"):
         out[column] = out[column].astype(str)

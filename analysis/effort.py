@@ -22,10 +22,22 @@ COLUMNS = ["problem", "target", "algorithm", "n_seeds", "seeds", "median_d", "p_
 
 
 def effort_table(frame: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
-    """One row per (problem, target, algorithm) with cells at both efforts: ``n_seeds`` paired,
-    ``median_d`` (final log10 regret, full - reduced: negative when the full effort ends lower),
-    ``p_difference`` (two-sided signed-rank), ``p_equivalent`` (TOST within +-margin),
-    ``time_ratio`` (median over seeds of full / reduced seconds per iteration)."""
+    """The effect of a study's reduced effort: the cells at both efforts, paired by seed.
+
+    Args:
+        frame: the rows of :func:`analysis.data.load_results`, for the seconds per iteration
+            (:func:`analysis.across.iteration_seconds`).
+        cells: the cells of :func:`analysis.claim_cells.cell_values` with the study's reduced effort (the
+            default settings are the reduced effort, ``effort=full`` the full one).
+
+    Returns:
+        A frame with one row per (problem, alpha, target, T, algorithm) with cells at both efforts, columns
+        ``problem``, ``target``, ``algorithm``, ``n_seeds`` paired, ``seeds`` (comma-separated), ``median_d``
+        (final log10 regret, full - reduced: negative when the full effort ends lower), ``p_difference``
+        (two-sided signed-rank), ``p_equivalent`` (TOST within +-margin), ``time_ratio`` (median over seeds of
+        full / reduced seconds per iteration) and ``note`` (what so few seeds cannot decide, ``""`` from 6
+        seeds).
+    """
     cells = cells.merge(iteration_seconds(frame), on=CELL_KEYS, how="left")
     keys = ["problem", "alpha", "target", "iterations", "arm"]
     rows = []

@@ -113,9 +113,18 @@ def _texts(fig) -> list:
 
 
 def layout_problems(fig) -> list[str]:
-    """What a reader would see wrong in ``fig`` as drawn: a text (title, label, tick label, legend
-    entry, key line) outside the canvas, a figure legend over a panel, panel titles that run into
-    each other, overlapping tick labels of an axis. Empty when none."""
+    """What a reader would see wrong in ``fig`` as drawn.
+
+    The faults looked for are a text (title, label, tick label, legend entry, key line) outside the canvas, a
+    figure legend over a panel, a figure title that runs into a panel, panel titles that run into each other,
+    and overlapping tick labels of an axis.
+
+    Args:
+        fig: the matplotlib figure, drawn here on its canvas.
+
+    Returns:
+        One sentence per fault found, naming the text, legend or panel; empty when none.
+    """
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     canvas = fig.bbox
@@ -152,6 +161,19 @@ def layout_problems(fig) -> list[str]:
 
 
 def save_figure(fig, out: Path, name: str) -> dict[str, Path]:
+    """Save ``fig`` as PNG (110 dpi) and PDF under ``out``, and close it.
+
+    It is checked first (:func:`layout_problems`): a figure with a fault is saved anyway (a figure is better
+    than none), with a ``UserWarning`` naming its first three faults; the tests keep this empty.
+
+    Args:
+        fig: the matplotlib figure.
+        out: the folder the files are written to.
+        name: the files' stem.
+
+    Returns:
+        The paths of the files by format, ``{"png": out / "NAME.png", "pdf": out / "NAME.pdf"}``.
+    """
     problems = layout_problems(fig)
     if problems:  # drawn anyway (a figure is better than none); the tests keep this empty
         warnings.warn(f"{name}: " + "; ".join(problems[:3]), stacklevel=2)

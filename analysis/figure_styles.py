@@ -21,8 +21,18 @@ _PALETTE = sns.color_palette("colorblind", 10).as_hex()
 
 
 def colours(algorithms: list[str], fixed: dict[str, int] | None = None) -> dict[str, str]:
-    """Algorithm -> colour, the same in every figure of a report: ``fixed`` (a study's ``colours``)
-    gives some a colour of the palette by index, the others take the remaining ones by name."""
+    """Algorithm -> colour, the same in every figure of a report.
+
+    ``fixed`` gives some algorithms a colour of the palette by index, the others take the remaining ones by
+    name.
+
+    Args:
+        algorithms: the algorithms to colour (repeats allowed).
+        fixed: a study's ``colours``, algorithm -> index into the palette.
+
+    Returns:
+        Each algorithm of ``algorithms`` -> its colour as a hex string.
+    """
     fixed_colours = {a: _PALETTE[i % len(_PALETTE)] for a, i in (fixed or {}).items()}
     spare = [c for c in _PALETTE if c not in fixed_colours.values()]
     out = {a: fixed_colours[a] for a in algorithms if a in fixed_colours}
@@ -55,10 +65,20 @@ class SeriesStyle:
 
 def series_styles(series: list[tuple[str, str]], fixed: dict[str, int] | None = None,
                   shown: dict[tuple[str, str], str] | None = None) -> dict[tuple[str, str], SeriesStyle]:
-    """The style of every (algorithm, options JSON) of a report, in a stable order: the same inputs
-    give the same labels, keys and markers, whatever order they come in (``fixed``: :func:`colours`).
-    ``shown``: the options JSON a series is labelled by, when the study reads its options otherwise
-    (:func:`shown_options`: a study's reduced effort is its default); series shown alike share a style."""
+    """The style of every (algorithm, options JSON) of a report, in a stable order.
+
+    The same inputs give the same labels, keys and markers, whatever order they come in. Series shown alike
+    (``shown``) share a style.
+
+    Args:
+        series: the (algorithm, options JSON) pairs of a report, repeats allowed.
+        fixed: a study's ``colours`` (:func:`colours`).
+        shown: the options JSON a series is labelled by, when the study reads its options otherwise
+            (:func:`shown_options`: a study's reduced effort is its default).
+
+    Returns:
+        Each (algorithm, options JSON) of ``series`` -> its :class:`SeriesStyle`.
+    """
     shown = shown or {}
     display = {s: shown.get(s, s[1]) for s in dict.fromkeys(series)}
     ordered = sorted(dict.fromkeys((a, o) for (a, _), o in display.items()),
@@ -87,9 +107,18 @@ def series_styles(series: list[tuple[str, str]], fixed: dict[str, int] | None = 
 
 
 def shown_options(cells: pd.DataFrame) -> dict[tuple[str, str], str]:
-    """(algorithm, options JSON) -> the settings a study reads them as (``cells``:
-    :func:`analysis.claim_cells.study_cells`), where they differ; an alias's own name is left out (its
-    series are named by it already). A pair read two ways on two problems keeps its options."""
+    """The settings a study reads each series' options as, where they differ from the options.
+
+    An alias's own name is left out (its series are named by it already). A pair read two ways on two problems
+    keeps its options.
+
+    Args:
+        cells: the cells of :func:`analysis.claim_cells.study_cells`.
+
+    Returns:
+        (algorithm, options JSON) -> the settings as canonical JSON, for the pairs read one way only and
+        otherwise than their options.
+    """
     shown: dict[tuple[str, str], set[str]] = {}
     for algorithm, options, settings in zip(cells["algorithm"], cells["options"], cells["settings"],
                                             strict=True):

@@ -35,8 +35,20 @@ OTHER = "fig_other"
 
 
 def assign_figures(bands: pd.DataFrame, figures: tuple[Figure, ...] = ()) -> pd.DataFrame:
-    """A table of panels: ``figure``, ``problem``, ``alpha``, ``target``, ``position`` (index in the
-    layout of the study's figure that shows it, or in the "other" figure)."""
+    """The panels of a report's figures: which figure shows each (problem, alpha, target), and where.
+
+    A study's figure shows, of each of its problems, the alpha with the most cells (the smallest alpha of
+    those); every other panel goes to the "other" figure (:data:`OTHER`).
+
+    Args:
+        bands: the band table (:func:`analysis.bands.band_table`).
+        figures: the study's figures.
+
+    Returns:
+        A frame with one row per (problem, alpha, target) of ``bands``, columns ``problem``, ``alpha``,
+        ``target``, ``cells`` (the seeds of iteration 0 summed over the series), ``figure`` (its name) and
+        ``position`` (index in the layout of the study's figure that shows it, or in the "other" figure).
+    """
     panels = (bands.loc[bands["iteration"] == 0].groupby(["problem", "alpha", "target"])["n_seeds"].sum()
               .rename("cells").reset_index())
     figure = pd.Series(OTHER, index=panels.index)
@@ -61,8 +73,18 @@ def assign_figures(bands: pd.DataFrame, figures: tuple[Figure, ...] = ()) -> pd.
 
 
 def regret_label(target: str, best_found: bool = False) -> str:
-    """The y label of a regret panel: against the optimum, or against the best value found in the
-    folder when the problem's optimum is unknown (:func:`analysis.data.regret_against_best_found`)."""
+    """The y label of a regret panel.
+
+    The regret is against the optimum, or against the best value found in the folder when the problem's
+    optimum is unknown (:func:`analysis.data.regret_against_best_found`).
+
+    Args:
+        target: the risk measure (VaR, the default, is not named).
+        best_found: whether the regret is against the best value found.
+
+    Returns:
+        The label, e.g. ``log10 regret`` or ``log10 CVaR regret vs best found in folder``.
+    """
     label = "log10 regret" if target == DEFAULT_RISK else f"log10 {risk_measure(target).label} regret"
     return label + " vs best found in folder" if best_found else label
 
@@ -183,8 +205,18 @@ def _regret_figure(keys: list[tuple[str, float, str] | None], titles: list[str],
 
 
 def figure_title(spec: Figure, algorithms: list[str]) -> str:
-    """The title of a study's figure as drawn: a worst-case figure names the methods it shows (it is
-    the alpha -> 0 study only where they ran below the smallest mass, which its panels' alphas say)."""
+    """The title of a study's figure as drawn.
+
+    A worst-case figure names the methods it shows (it is the alpha -> 0 study only where they ran below the
+    smallest mass, which its panels' alphas say).
+
+    Args:
+        spec: the study's figure.
+        algorithms: the methods the figure shows.
+
+    Returns:
+        The figure's own title, or for a worst-case figure one naming the methods (``no cells`` without one).
+    """
     if spec.target != WORST_CASE.name:
         return spec.title
     shown = ", ".join(sorted(set(algorithms))) or "no cells"
@@ -195,15 +227,29 @@ def regret_figures(bands: pd.DataFrame, panels: pd.DataFrame, styles: dict[tuple
                    out: Path, best_found: frozenset[tuple[str, float, str]] = frozenset(),
                    figures: tuple[Figure, ...] = (), planned: frozenset[tuple[str, str, str]] | None = None,
                    ) -> list[tuple[str, str, dict[str, Path]]]:
-    """Draw every figure of the study (``figures``) and "other"; returns (name, title, paths) of each.
-    A figure with ``always`` is drawn even without results (its panels say "not run"), the others
-    and "other" only when they have panels; a panel names the figure's series it lacks: those the
-    folder's grid plans on its problem and target (``planned``, (problem, algorithm, target)), or
-    every series of the figure when no grid is recorded (None). With a grid record, an ``always``
-    figure none of whose problems the grid plans at its target is not drawn, and an empty panel
-    whose problem it does not plan there says "not in this grid" rather than "not run". Panels
-    whose (problem, alpha, target) is in ``best_found`` have their regret against the best value
-    found, and say so."""
+    """Draw every figure of the study (``figures``) and "other".
+
+    A figure with ``always`` is drawn even without results (its panels say "not run"), the others and "other"
+    only when they have panels; a panel names the figure's series it lacks: those the folder's grid plans on
+    its problem and target (``planned``), or every series of the figure when no grid is recorded (None). With
+    a grid record, an ``always`` figure none of whose problems the grid plans at its target is not drawn, and
+    an empty panel whose problem it does not plan there says "not in this grid" rather than "not run". Panels
+    whose (problem, alpha, target) is in ``best_found`` have their regret against the best value found, and
+    say so.
+
+    Args:
+        bands: the band table (:func:`analysis.bands.band_table`) with the ``figure`` of each panel.
+        panels: the panels (:func:`assign_figures`).
+        styles: the series' styles (:func:`analysis.figure_styles.series_styles`).
+        out: the folder the figures are written to.
+        best_found: the (problem, alpha, target) whose optimum is unknown.
+        figures: the study's figures.
+        planned: the (problem, algorithm, target) the folder's grid plans, None without a grid record.
+
+    Returns:
+        (name, title, paths) of each figure drawn, the study's in their order, then "other"; paths are the
+        files by format, ``png`` and ``pdf``.
+    """
     drawn = []
     for spec in figures:
         mine = panels.loc[panels["figure"] == spec.name]
@@ -246,9 +292,20 @@ VALUE_NAMES = {name: measure.label for name, measure in RISK_MEASURES.items()}
 
 def value_figure(bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle], out: Path
                  ) -> tuple[str, str, dict[str, Path]]:
-    """One panel per (problem, alpha, target) of ``bands`` (of the true value of the recommendation,
-    :func:`analysis.bands.band_table` with ``value="achieved"``): the mean true VaR (or worst case)
-    with its 70 % band, for the problems whose optimum is unknown."""
+    """The figure of the true value of the recommendation, for the problems whose optimum is unknown.
+
+    One panel per (problem, alpha, target) of ``bands``: the mean true VaR (or another measure) with its 70 %
+    band.
+
+    Args:
+        bands: the band table of the true value of the recommendation (:func:`analysis.bands.band_table` with
+            ``value="achieved"``).
+        styles: the series' styles (:func:`analysis.figure_styles.series_styles`).
+        out: the folder the figure is written to.
+
+    Returns:
+        (:data:`BEST_VALUE`, the figure's title, the paths of its files by format, ``png`` and ``pdf``).
+    """
     columns = ["problem", "alpha", "target"]
     found = bands[columns].drop_duplicates().sort_values(columns)
     keys = [(k.problem, float(k.alpha), k.target) for k in found.itertuples()]
@@ -264,8 +321,17 @@ def value_figure(bands: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle]
 
 def timing_figure(timing: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyle], out: Path
                   ) -> tuple[str, str, dict[str, Path]]:
-    """Median and interquartile range of per-iteration acquisition and fit time, and total cell time,
-    per problem and series, on a log scale; one legend under the three panels."""
+    """Median and interquartile range of per-iteration acquisition and fit time, and total cell time, per
+    problem and series, on a log scale; one legend under the three panels.
+
+    Args:
+        timing: the timing table (:func:`analysis.timing.timing_table`).
+        styles: the series' styles (:func:`analysis.figure_styles.series_styles`).
+        out: the folder the figure is written to.
+
+    Returns:
+        (``"fig_timing"``, the figure's title, the paths of its files by format, ``png`` and ``pdf``).
+    """
     several_alphas = timing.groupby("problem")["alpha"].transform("nunique") > 1
     alpha_text = timing["alpha"].map(lambda a: f", alpha={a:.3g}")
     timing = timing.assign(label=timing["problem"] + np.where(several_alphas, alpha_text, "")
@@ -310,14 +376,21 @@ def timing_figure(timing: pd.DataFrame, styles: dict[tuple[str, str], SeriesStyl
 
 def complexity_figure(points: pd.DataFrame, slopes: pd.DataFrame, out: Path, name: str, title: str
                       ) -> tuple[str, str, dict[str, Path]]:
-    """The complexity study on log-log axes: per method (columns), time against |D| with one line
-    per |Dz| (top row) and against |Dz| with one line per |D| (bottom row); median over repeats with
-    the interquartile range; each line's fitted slope and its interval in the legend.
+    """The complexity study on log-log axes.
+
+    Per method (columns), time against ``|D|`` with one line per ``|Dz|`` (top row) and against ``|Dz|`` with
+    one line per ``|D|`` (bottom row); median over repeats with the interquartile range; each line's fitted
+    slope and its interval in the legend.
 
     Args:
         points: :func:`analysis.complexity.timing_points` output (the methods to draw).
         slopes: :func:`analysis.complexity.slope_table` of those points.
-        name, title: file stem and figure title.
+        out: the folder the figure is written to.
+        name: the file stem.
+        title: the figure title.
+
+    Returns:
+        (``name``, ``title``, the paths of its files by format, ``png`` and ``pdf``).
     """
     methods = sorted(points["method"].unique(), key=lambda m: (m == FIT_METHOD, m))
     fig, axes = plt.subplots(2, len(methods), figsize=(4.2 * len(methods), 7.6), squeeze=False)

@@ -21,7 +21,17 @@ BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end generated: \
 
 
 def md_table(frame: pd.DataFrame) -> str:
-    """``frame`` as a Markdown table (every value as text; NaN as an empty cell)."""
+    """``frame`` as a Markdown table.
+
+    Every value is shown as text: a float to three significant digits, NaN as an empty cell, a ``|`` in a
+    value escaped.
+
+    Args:
+        frame: the table; its index is not shown.
+
+    Returns:
+        The table's lines joined by newlines (no trailing one), a header row of the column names first.
+    """
     def text(value: object) -> str:
         if isinstance(value, float):
             return "" if value != value else f"{value:.3g}"
@@ -38,8 +48,16 @@ VERDICT_MARK = {"reproduced": "**reproduced**", "not reproduced": "**not reprodu
 
 
 def verdict_block(overall: pd.DataFrame, statement: str = "statement") -> str:
-    """One row per claim of ``overall`` (a report's ``claims_overall.csv``): its statement (under the
-    column name ``statement``), its verdict by each statistic and its sub-claims."""
+    """The verdicts of a study's claims as a Markdown table.
+
+    Args:
+        overall: a report's ``claims_overall.csv`` (:func:`analysis.claims.overall`).
+        statement: the column name the statements are shown under.
+
+    Returns:
+        A Markdown table (:func:`md_table`) with one row per claim of ``overall``, columns ``claim``, its
+        statement, its verdict by each statistic (reproduced and not reproduced in bold) and its sub-claims.
+    """
     return md_table(pd.DataFrame({
         "claim": overall["claim"], statement: overall["statement"],
         "final log10 regret": overall["verdict"].map(VERDICT_MARK),
@@ -48,8 +66,17 @@ def verdict_block(overall: pd.DataFrame, statement: str = "statement") -> str:
 
 
 def provenance_block(results: Path, constraints: str) -> str:
-    """Which commits, environments and hosts produced the cells, how many, and their CPU time;
-    ``constraints``: where the published pins are (as the page names it)."""
+    """Which commits, environments and hosts produced the cells, how many, and their CPU time.
+
+    Args:
+        results: the results folder whose cell files are read.
+        constraints: where the published pins are (as the page names it).
+
+    Returns:
+        A Markdown list of six lines, on the cells (how many resumed, the hours inside them), their commits,
+        environments and hosts (each with its count of cells), their kernels and CPUs, and the main packages
+        of the first cell.
+    """
     metas = [read_metadata(path) for path in result_files(results)]
     info = [m.get("provenance", {}) for m in metas]
     commits = Counter(i.get("git_commit") or "unknown" for i in info)
@@ -75,7 +102,17 @@ def provenance_block(results: Path, constraints: str) -> str:
 
 
 def render(page: str, contents: dict[str, str]) -> str:
-    """``page`` with each generated block's content replaced (a block not in ``contents`` is kept)."""
+    """``page`` with each generated block's content replaced.
+
+    A block runs from ``<!-- generated: NAME -->`` to ``<!-- end generated: NAME -->``.
+
+    Args:
+        page: the page's Markdown.
+        contents: block name -> its new content (a block not in ``contents`` is kept).
+
+    Returns:
+        The page, each replaced block's content ending in one newline.
+    """
     def replace(match: re.Match) -> str:
         name = match.group(2)
         body = contents[name].rstrip("\n") + "\n" if name in contents else match.group(3)

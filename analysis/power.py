@@ -27,8 +27,17 @@ MAX_SEEDS = 100
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjusted p-values of one family (NaN entries are not in the family and stay
-    NaN): the i-th smallest of m p-values becomes max_{j <= i} min(1, (m - j + 1) p_(j))."""
+    """Holm's step-down adjusted p-values of one family.
+
+    The i-th smallest of m p-values becomes max_{j <= i} min(1, (m - j + 1) p_(j)); NaN entries are not in the
+    family and stay NaN.
+
+    Args:
+        p_values: the family's raw p-values, NaN for those not in it.
+
+    Returns:
+        A float array of the shape of ``p_values``, the adjusted p-values in the same order.
+    """
     p = np.asarray(p_values, dtype=float)
     out = np.full_like(p, np.nan)
     finite = np.flatnonzero(~np.isnan(p))
@@ -43,8 +52,16 @@ def holm(p_values: np.ndarray) -> np.ndarray:
 
 @cache
 def lower_critical(n: int, level: float) -> int:
-    """The largest w with P(W+ <= w) <= ``level`` under the null for n untied nonzero differences
-    (-1 when even W+ = 0 is too likely: 2^-n > level, no sample of n can be declared)."""
+    """The lower critical value of the exact Wilcoxon signed-rank test.
+
+    Args:
+        n: the number of untied nonzero differences.
+        level: the one-sided level.
+
+    Returns:
+        The largest w with P(W+ <= w) <= ``level`` under the null; -1 when even W+ = 0 is too likely (2^-n >
+        level: no sample of n can be declared).
+    """
     total = n * (n + 1) // 2
     counts = np.zeros(total + 1)
     counts[0] = 1.0
@@ -84,8 +101,23 @@ def _normals(name: str) -> np.ndarray:
 
 
 def power(mean: float, sd: float, n: int, kind: str, level: float, margin: float, name: str) -> float:
-    """P(the test declares the sub-claim) with n seeds, d ~ N(mean, sd^2) i.i.d., DRAWS draws from a
-    generator seeded by ``name`` (one sub-claim's draws are common to every n)."""
+    """P(the test declares the sub-claim) with n seeds, by simulation.
+
+    The paired differences are drawn d ~ N(mean, sd^2) i.i.d., :data:`DRAWS` draws from a generator seeded by
+    ``name`` (one sub-claim's draws are common to every n).
+
+    Args:
+        mean: the mean of the paired differences.
+        sd: their standard deviation (0: every draw is the constant sample).
+        n: the number of seeds.
+        kind: the test, ``"beats"`` or ``"on_par"``.
+        level: the test's level.
+        margin: the equivalence margin of ``on_par``.
+        name: the sub-claim's name, which seeds the draws.
+
+    Returns:
+        The fraction of the draws the test declares, NaN where ``mean`` or ``sd`` is not finite.
+    """
     if not (np.isfinite(mean) and np.isfinite(sd)):
         return float("nan")
     if sd == 0:  # every draw is the constant sample (ties: the report's own p-value decides)
@@ -102,9 +134,24 @@ def _constant_declared(mean: float, n: int, kind: str, level: float, margin: flo
 
 def seeds_for_power(mean: float, sd: float, kind: str, level: float, margin: float, name: str,
                     target: float = TARGET_POWER) -> float:
-    """The fewest seeds (up to :data:`MAX_SEEDS`) at which :func:`power` reaches ``target``; NaN when
-    even :data:`MAX_SEEDS` do not. Bisection: power grows with n but for the discreteness of the
-    exact test, so the answer can be a seed or two off the first n that reaches it."""
+    """The fewest seeds (up to :data:`MAX_SEEDS`) at which :func:`power` reaches ``target``.
+
+    Bisection: power grows with n but for the discreteness of the exact test, so the answer can be a seed or
+    two off the first n that reaches it.
+
+    Args:
+        mean: the mean of the paired differences.
+        sd: their standard deviation.
+        kind: the test, as in :func:`power`.
+        level: the test's level.
+        margin: the equivalence margin of ``on_par``.
+        name: the sub-claim's name, which seeds the draws.
+        target: the power wanted.
+
+    Returns:
+        The number of seeds as a float; NaN when even :data:`MAX_SEEDS` do not reach ``target``, or where
+        ``mean`` or ``sd`` is not finite.
+    """
     if not (np.isfinite(mean) and np.isfinite(sd)):
         return float("nan")
 

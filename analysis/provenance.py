@@ -37,11 +37,21 @@ def _alpha_text(alpha: float | None) -> str:
 
 
 def cell_status(out: Path, metas: dict[str, dict]) -> dict:
-    """Completed, failed and missing cells of ``out``, each as a table grouped by (problem, algorithm,
-    risk measure, alpha, iterations) with the seeds listed; and the versions and commits found in the files.
+    """Completed, failed and missing cells of ``out``, and the versions and commits found in the files.
 
-    ``metas``: the ``varbo`` metadata of every finished cell file by spec hash
-    (:func:`analysis.data.load_results`)."""
+    Args:
+        out: the results folder.
+        metas: the ``varbo`` metadata of every finished cell file by spec hash
+            (:func:`analysis.data.load_results`).
+
+    Returns:
+        A dict with ``grid`` (the grid's name from the manifest, None without one), ``grid_damaged`` (the
+        manifest's damage, ``""`` where none), ``n_grid_cells``, ``n_done``, ``n_failed``, ``n_missing``,
+        ``failed`` and ``missing`` (frames with one row per (problem, algorithm, risk measure, alpha,
+        iterations) and message or reason, columns those keys, ``cells`` and ``seeds`` listed), ``commits``,
+        ``python`` and ``package_sets`` (each value -> its count of cells) and ``hosts``
+        (:func:`harness.kernels.host_summary`).
+    """
     versions: Counter = Counter()
     commits: Counter = Counter()
     pythons: Counter = Counter()
@@ -105,7 +115,12 @@ def _grouped(rows: list[dict], extra: str) -> pd.DataFrame:
 
 
 def analysis_environment() -> dict:
-    """Versions of the packages that made the report, and this checkout's commit."""
+    """Versions of the packages that made the report, and this checkout's commit.
+
+    Returns:
+        A dict with ``python`` (its version), ``packages`` (each analysis package -> its version, None where
+        not installed) and ``git_commit`` (None outside a git checkout).
+    """
     versions = {}
     for package in _ANALYSIS_PACKAGES:
         try:

@@ -80,12 +80,25 @@ EXIT_USAGE = 2
 
 def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR, study: Study | None = None,
                  also: tuple[Path, ...] = ()) -> dict[str, Path]:
-    """Write every output of the report for ``results`` into ``out``; returns the paths by name.
-    ``study``: the study whose claims are tested (default: :func:`results_study` of ``results``, else
-    of the first folder of ``also`` that has one). ``also``: folders compared with, not rerun
-    (:func:`read_frame`).
+    """Write every output of the report for ``results`` into ``out``.
 
-    Raises :class:`~analysis.data.NegativeRegretError` when a stored regret is below -1e-9.
+    Args:
+        results: the results folder.
+        out: the report folder (created if missing).
+        floor: the least regret drawn and tested (:func:`analysis.data.with_log_regret`).
+        study: the study whose claims are tested (default: :func:`results_study` of ``results``, else of the
+            first folder of ``also`` that has one).
+        also: folders compared with, not rerun (:func:`read_frame`).
+
+    Returns:
+        The paths of the report's files by name (``report.md``, ``report.html``, each table's CSV, each
+        figure's PNG and PDF, ...).
+
+    Raises:
+        NegativeRegretError: a stored regret below -1e-9 (:class:`~analysis.data.NegativeRegretError`).
+        DuplicateCellError: a cell stored twice with different rows
+            (:class:`~analysis.data.DuplicateCellError`).
+        ValueError: a folder that holds no finished cell.
     """
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -119,13 +132,28 @@ def build_report(results: Path, out: Path, floor: float = DEFAULT_FLOOR, study: 
 
 def read_frame(results: Path, floor: float = DEFAULT_FLOOR, also: tuple[Path, ...] = ()
                ) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
-    """The BO rows of ``results`` as the report uses them (one file per cell, regret against the best
-    found where no optimum is known, checked, with ``log10_regret``), the cells' metadata by spec
-    hash, and the cells stored twice with identical rows (counted once).
+    """The BO rows of ``results`` as the report uses them, the cells' metadata and the cells stored twice.
 
-    ``also``: folders whose rows join the comparison without being part of ``results`` (published
-    rows, read, not rerun); a cell they share with ``results`` (same spec hash) counts once, from
-    ``results``. The metadata returned is ``results``' own."""
+    The rows are one file per cell, regret against the best found where no optimum is known, checked, with
+    ``log10_regret``.
+
+    Args:
+        results: the results folder.
+        floor: the least regret drawn and tested (:func:`analysis.data.with_log_regret`).
+        also: folders whose rows join the comparison without being part of ``results`` (published rows, read,
+            not rerun); a cell they share with ``results`` (same spec hash) counts once, from ``results``.
+
+    Returns:
+        (frame, metas, duplicates), where ``frame`` has one row per stored iteration of a cell
+        (:func:`analysis.data.load_results`'s columns, with ``regret_basis``, ``at_floor`` and
+        ``log10_regret``), ``metas`` is ``results``' own metadata by spec hash, and ``duplicates`` lists the
+        cells stored twice with identical rows, counted once (:func:`analysis.data.drop_duplicate_cells`; an
+        empty frame without columns where there are no rows).
+
+    Raises:
+        NegativeRegretError: a stored regret below -1e-9 (:func:`analysis.data.check_regret`).
+        DuplicateCellError: a cell stored twice with different rows.
+    """
     frame, metas = load_results(results)
     every = dict(metas)
     for folder in also:
@@ -144,9 +172,15 @@ def read_frame(results: Path, floor: float = DEFAULT_FLOOR, also: tuple[Path, ..
 
 
 def results_study(results: Path) -> Study:
-    """The study a results folder belongs to: the one its grid record names (``_grid.json``'s
-    ``study``), else the installed study that declares a grid of its grid's name, else none
-    (:data:`~harness.study.NO_STUDY`: no claims)."""
+    """The study a results folder belongs to.
+
+    Args:
+        results: the results folder.
+
+    Returns:
+        The study its grid record names (``_grid.json``'s ``study``), else the installed study that declares a
+        grid of its grid's name, else :data:`~harness.study.NO_STUDY` (no claims).
+    """
     grid = read_grid_record(results)
     if grid.get("study"):
         return load_study(grid["study"])
@@ -154,10 +188,17 @@ def results_study(results: Path) -> Study:
 
 
 def planned_series(grid: dict) -> frozenset[tuple[str, str, str]] | None:
-    """The (problem, algorithm, target) of the cells of a grid record (:func:`read_grid_record`),
-    None without one (or with a damaged one): what a figure's panel may say it lacks. A cell at an
-    explicit alpha may be scored on the worst case (alpha below the smallest mass) as well as on its
-    risk measure; a cell at the default alpha on its risk measure only."""
+    """The (problem, algorithm, target) of the cells of a grid record: what a figure's panel may say it lacks.
+
+    A cell at an explicit alpha may be scored on the worst case (alpha below the smallest mass) as well as on
+    its risk measure; a cell at the default alpha on its risk measure only.
+
+    Args:
+        grid: a grid record (:func:`read_grid_record`).
+
+    Returns:
+        The triples of the record's cells; None without a list of cells (no record, or a damaged one).
+    """
     cells = grid.get("cells")
     if not isinstance(cells, list):
         return None
@@ -171,8 +212,15 @@ def planned_series(grid: dict) -> frozenset[tuple[str, str, str]] | None:
 
 
 def read_grid_record(results: Path) -> dict:
-    """The folder's ``_grid.json`` (its grid's name and cells), {} when missing, unreadable or not a
-    record (a damaged one is named by the report's provenance, not here)."""
+    """The folder's ``_grid.json``: its grid's name and cells.
+
+    Args:
+        results: the results folder.
+
+    Returns:
+        The record as a dict (a ``grid`` or ``study`` that is not a string left out); ``{}`` when missing,
+        unreadable or not a record (a damaged one is named by the report's provenance, not here).
+    """
     try:
         record = json.loads((results / "_grid.json").read_text())
     except (OSError, ValueError):
@@ -183,9 +231,18 @@ def read_grid_record(results: Path) -> dict:
 
 
 def report_tables(frame: pd.DataFrame, study: Study) -> dict[str, pd.DataFrame]:
-    """Every table of the report's BO part, by the name of its CSV (and ``panels``, the figures'
-    layout, which is no CSV): what the figures are drawn from and the claims of ``study`` decided
-    on."""
+    """Every table of the report's BO part: what the figures are drawn from and the claims decided on.
+
+    Args:
+        frame: the BO rows (:func:`read_frame`).
+        study: the study whose claims are tested.
+
+    Returns:
+        The tables by the name of their CSV, ``bands`` (with each panel's ``figure`` first), ``final_table``,
+        ``timing``, ``timing_ratio``, ``claims``, ``claims_overall``, ``lower_bounds``, ``aggregate_iqm``,
+        ``aggregate_improvement``, ``aggregate_relative`` and ``final_regret`` (one row per cell), and
+        ``panels``, the figures' layout (:func:`analysis.figures.assign_figures`), which is no CSV.
+    """
     bands = band_table(frame)
     panels = assign_figures(bands, study.figures)
     bands = bands.merge(panels[["problem", "alpha", "target", "figure"]], on=["problem", "alpha", "target"])
@@ -250,7 +307,11 @@ def _bo_part(doc: Document, results: Path, out: Path, frame: pd.DataFrame, metas
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line of ``python -m analysis.report`` (also the documentation's CLI reference)."""
+    """The command line of ``python -m analysis.report`` (also the documentation's CLI reference).
+
+    Returns:
+        The parser of ``results``, ``--out``, ``--floor``, ``--with`` and ``--study``.
+    """
     parser = argparse.ArgumentParser(
         prog="python -m analysis.report",
         description="Turn a results folder (finished or not) into figures with 70% bands, the timing "
@@ -294,6 +355,16 @@ def not_a_run(folder: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m analysis.report``: check the arguments, build the report, print its HTML's path.
+
+    Args:
+        argv: the command's arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code, 0 done, :data:`EXIT_NEGATIVE_REGRET` for a folder whose data are wrong (a negative
+        regret, a cell stored twice with different rows), :data:`EXIT_USAGE` for bad input (a folder that is
+        missing or not a run, a bad floor or study, an out folder that cannot be written, no finished cell).
+    """
     args = build_parser().parse_args(argv)
     try:
         args.results = location(args.results)

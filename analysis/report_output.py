@@ -83,6 +83,16 @@ class Document:
                          f"<figcaption>{html.escape(title)}</figcaption></figure>")
 
     def write(self, out: Path) -> tuple[Path, Path]:
+        """Write the report as ``report.md`` and ``report.html`` (self-contained) into ``out``.
+
+        The table of contents, where :meth:`contents` placed it, lists the second-level headings.
+
+        Args:
+            out: the report folder.
+
+        Returns:
+            (the Markdown file's path, the HTML file's path).
+        """
         md, body = list(self.md), list(self.html)
         if self._toc is not None:
             shown = [(level, text) for level, text in self.headings if level == 2]
@@ -104,8 +114,17 @@ class Document:
 
 
 def csv_ready(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with its float values rounded to :data:`CSV_DIGITS` significant digits, except the
-    keys (``alpha``: an alpha -> 0 level such as 2.6e-17 must join back exactly)."""
+    """``table`` with its float values rounded to :data:`CSV_DIGITS` significant digits, except the keys.
+
+    The keys (:data:`analysis.data.CELL_KEYS`) are kept exact: an alpha -> 0 level such as 2.6e-17 must join
+    back exactly.
+
+    Args:
+        table: the table to write as CSV.
+
+    Returns:
+        A copy of ``table``, its float columns other than the keys rounded.
+    """
     out = table.copy()
     for column in out.columns:
         if column not in CELL_KEYS and pd.api.types.is_float_dtype(out[column]):

@@ -81,8 +81,17 @@ def across_part(doc: Document, frame: pd.DataFrame, study: Study, out: Path, pat
 
 
 def aggregate_tables(frame: pd.DataFrame, study: Study) -> dict[str, pd.DataFrame]:
-    """The aggregate views of :mod:`analysis.aggregate`, by the name of their CSV (against the
-    study's baseline where it names one)."""
+    """The aggregate views of :mod:`analysis.aggregate`, against the study's baseline where it names one.
+
+    Args:
+        frame: the BO rows of the report (:func:`analysis.report.read_frame`).
+        study: the study whose configuration and baseline are used.
+
+    Returns:
+        The tables by the name of their CSV, ``aggregate_iqm`` (:func:`analysis.aggregate.iqm_table`),
+        ``aggregate_improvement`` (:func:`analysis.aggregate.improvement_table`) and ``aggregate_relative``
+        (:func:`analysis.aggregate.relative_iqm_table`).
+    """
     cells = study_cells(frame, study)
     return {"aggregate_iqm": iqm_table(cells), "aggregate_improvement": improvement_table(cells),
             "aggregate_relative": relative_iqm_table(cells, study.baseline)}
@@ -114,9 +123,22 @@ def aggregate_section(doc: Document, tables: dict[str, pd.DataFrame], baseline: 
 
 def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: dict[str, Path],
                        complexity: Complexity = NO_COMPLEXITY) -> int:
-    """The complexity study of the timing cells (a study's complexity grid): the log-log figure, the
-    fitted slopes next to the exponents of the study's formulas (``complexity``), the median times;
-    ``complexity_slopes.csv`` and ``complexity_times.csv``. Returns the number of timing cells."""
+    """The complexity study of the timing cells (a study's complexity grid), written into the report.
+
+    The section has the log-log figures (proposals and fits; evaluations of the acquisition function apart,
+    where timed), the fitted slopes next to the exponents of the study's formulas (``complexity``) and the
+    median times; they are written to ``complexity_slopes.csv`` and ``complexity_times.csv`` too.
+
+    Args:
+        doc: the report being written.
+        timings: the timing cells' rows (:func:`harness.results.read_timings`).
+        out: the report folder the files are written to.
+        paths: the report's files by name, to which the CSVs and figures are added.
+        complexity: the study's labels, formulas and note (:class:`harness.study.Complexity`).
+
+    Returns:
+        The number of timing cells (distinct spec hashes).
+    """
     points = timing_points(timings, complexity=complexity)
     slopes = slope_table(points, complexity=complexity)
     medians = median_table(timings, complexity=complexity)

@@ -246,8 +246,17 @@ def _provenance_section(doc: Document, results: Path, frame: pd.DataFrame, statu
 
 
 def conclusions(verdicts: pd.DataFrame) -> list[str]:
-    """One plain sentence per claim that ran: its default verdict, its second statistic's, and what
-    the variants change."""
+    """One plain sentence per claim that ran.
+
+    A sentence gives the claim's default verdict, its second statistic's, and what the variants change.
+
+    Args:
+        verdicts: the claims' overall verdicts (:func:`analysis.claims.overall`).
+
+    Returns:
+        The sentences, in the claims' order, a claim that did not run and that no variant changes left out; a
+        single sentence saying so where no claim has paired cells.
+    """
     lines = []
     for row in verdicts.itertuples(index=False):
         if row.verdict == NOT_RUN and not row.changes and not row.where_default_not_run:

@@ -87,9 +87,18 @@ def _beats_tests(d: np.ndarray) -> tuple[float, float, str]:
 
 
 def non_equivalence_p(d: np.ndarray, margin: float = EQUIVALENCE_MARGIN) -> float:
-    """p-value of "the median difference lies outside +-margin": the smaller of the one-sided
-    signed-rank tests of d - margin > 0 and d + margin < 0, times 2 (Bonferroni over the two
-    directions); 1 for no data."""
+    """p-value of "the median difference lies outside +-margin".
+
+    It is the smaller of the one-sided signed-rank tests of d - margin > 0 and d + margin < 0, times 2
+    (Bonferroni over the two directions).
+
+    Args:
+        d: the paired differences.
+        margin: the equivalence margin (log10 units).
+
+    Returns:
+        The p-value, at most 1; 1 for no data.
+    """
     d = np.asarray(d, dtype=float)
     if d.size == 0:
         return 1.0
@@ -104,9 +113,22 @@ def _on_par_tests(d: np.ndarray) -> tuple[float, float, str]:
 
 def decide(n: int, p: float, p_against: float, against: str, level: float = SIGNIFICANCE
            ) -> tuple[str, str]:
-    """Verdict and note of a tested sub-claim from its p-values (raw or adjusted): inconclusive below
-    :data:`MIN_SEEDS` seeds; reproduced if p < level; not reproduced if the evidence against it is
-    (p_against < level); inconclusive otherwise."""
+    """Verdict and note of a tested sub-claim from its p-values (raw or adjusted).
+
+    It is inconclusive below :data:`MIN_SEEDS` seeds; reproduced if p < level; not reproduced if the evidence
+    against it is (p_against < level); inconclusive otherwise.
+
+    Args:
+        n: the number of paired seeds.
+        p: the p-value of the sub-claim's own test.
+        p_against: the p-value of the evidence against it.
+        against: what that evidence is, named in the note.
+        level: the significance level.
+
+    Returns:
+        (verdict, note), the note ``""`` except below :data:`MIN_SEEDS` seeds (it says so) and for not
+        reproduced (the evidence against, with its p).
+    """
     if n < MIN_SEEDS:
         return INCONCLUSIVE, f"fewer than {MIN_SEEDS} paired seeds"
     if p < level:
@@ -154,20 +176,65 @@ def _tested(claim: str, problem: str, comparison: str, statistic: str, variant: 
 
 def beats(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
           named: dict[str, dict] | None = None, target: str = "var") -> list[Sub]:
-    """Sub-claim "``a`` has lower log10 regret than ``b`` on ``problem``" (the regret of the risk
-    measure ``target``), every variant and statistic."""
+    """Sub-claim "``a`` has lower log10 regret than ``b`` on ``problem``" (the regret of the risk measure
+    ``target``), every variant and statistic.
+
+    Args:
+        cells: the cells of :func:`analysis.claim_cells.cell_values`.
+        claim: the claim's id.
+        problem: the problem the sides pair on.
+        a: side A's algorithm, as the claims know it.
+        b: side B's.
+        named: the study's named option sets (:func:`analysis.claim_cells.variant_label`).
+        target: the risk measure.
+
+    Returns:
+        One :class:`Sub` per (variant, statistic) of :func:`analysis.claim_cells.variants` and
+        :data:`analysis.claim_cells.STATISTICS`, the default variant first, with its unadjusted verdict
+        (``not run`` for a variant without pairs).
+    """
     return _regret_subs(cells, claim, problem, a, b, "beats", named, target)
 
 
 def on_par(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
            named: dict[str, dict] | None = None, target: str = "var") -> list[Sub]:
-    """Sub-claim "``a`` and ``b`` reach log10 regrets within +-margin of each other"."""
+    """Sub-claim "``a`` and ``b`` reach log10 regrets within +-margin of each other", every variant.
+
+    Every statistic is tested under each variant.
+
+    Args:
+        cells: the cells of :func:`analysis.claim_cells.cell_values`.
+        claim: the claim's id.
+        problem: the problem the sides pair on.
+        a: side A's algorithm, as the claims know it.
+        b: side B's.
+        named: the study's named option sets (:func:`analysis.claim_cells.variant_label`).
+        target: the risk measure.
+
+    Returns:
+        One :class:`Sub` per (variant, statistic), as :func:`beats` gives them, tested by TOST.
+    """
     return _regret_subs(cells, claim, problem, a, b, "on_par", named, target)
 
 
 def cheaper(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
             named: dict[str, dict] | None = None, target: str = "var") -> list[Sub]:
-    """Sub-claim "``a``'s median per-iteration acquisition time is lower than ``b``'s", every variant."""
+    """Sub-claim "``a``'s median per-iteration acquisition time is lower than ``b``'s", every variant.
+
+    Args:
+        cells: the cells of :func:`analysis.claim_cells.cell_values`.
+        claim: the claim's id.
+        problem: the problem the sides pair on.
+        a: side A's algorithm, as the claims know it.
+        b: side B's.
+        named: the study's named option sets (:func:`analysis.claim_cells.variant_label`).
+        target: the risk measure.
+
+    Returns:
+        One :class:`Sub` per variant of :func:`analysis.claim_cells.variants` (statistic ``time``), the
+        default first, tested on log10 of the cells' median times, with the median time ratio B / A as its
+        effect; ``not run`` for a variant without pairs.
+    """
     test = "Wilcoxon signed-rank on log10 per-cell median t_acq_s, paired by seed, one-sided (A lower)"
     rows = []
     for variant, merged, pair_note in variants(cells, problem, a, b, target, named):
@@ -189,11 +256,23 @@ def _cheaper_tests(d: np.ndarray) -> tuple[float, float, str]:
 
 
 def same_queries(frame: pd.DataFrame, claim: str, problem: str, one: str, other: str) -> Sub:
-    """Sub-claim "``one`` at alpha below the smallest mass queries exactly ``other``'s (x, z)", exact
-    ties of l aside (see :mod:`analysis.claims`' docstring).
+    """Sub-claim "``one`` at alpha below the smallest mass queries exactly ``other``'s (x, z)", exact ties of
+    l aside (see :mod:`analysis.claims`' docstring).
 
-    Cells with target ``worst_case`` are those at alpha below the smallest mass (harness.cell);
-    each is paired with the ``other`` cell of the same (alpha, iterations, seed).
+    Cells with target ``worst_case`` are those at alpha below the smallest mass (harness.cell); each is paired
+    with the ``other`` cell of the same (alpha, iterations, seed).
+
+    Args:
+        frame: all rows, with ``x``, ``z`` and ``lv_count`` (:func:`analysis.data.load_results`).
+        claim: the claim's id.
+        problem: the problem compared on.
+        one: the algorithm whose queries are checked.
+        other: the algorithm whose queries they should equal.
+
+    Returns:
+        The sub-claim's :class:`Sub` (statistic ``queries``, default variant, no p-value), ``not run`` without
+        paired cells; not reproduced where a cell differs other than at a tie, else inconclusive below
+        :data:`MIN_SEEDS` seeds, else reproduced.
     """
     statistic = (f"cells whose (x, z) match {other}'s at every iteration "
                  f"(max abs diff <= {QUERY_TOLERANCE:g}), or until a choice among exactly tied z")

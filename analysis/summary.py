@@ -23,11 +23,16 @@ ROW_KEYS = ["problem", "alpha", "iterations"]
 def final_summary(bands: pd.DataFrame, timing: pd.DataFrame) -> pd.DataFrame:
     """One row per series at its last iteration.
 
-    ``bands``: :func:`analysis.bands.band_table`'s rows (any extra columns are kept, e.g. the
-    report's ``figure``); ``timing``: :func:`analysis.timing.timing_table`'s. Columns: the series
-    keys, ``series`` (the algorithm with its non-default options), ``iteration``, ``n_seeds``,
-    ``n_floor``, ``mean``, ``lower``, ``upper`` (log10 regret), ``acq_s_median`` (NaN where the
-    timing has no such series).
+    Args:
+        bands: :func:`analysis.bands.band_table`'s rows (any extra columns are kept, e.g. the report's
+            ``figure``).
+        timing: :func:`analysis.timing.timing_table`'s rows.
+
+    Returns:
+        A frame with one row per series, sorted by figure (where ``bands`` has one), target, problem, alpha, T
+        and series, columns ``figure`` (where ``bands`` has one), the series keys, ``series`` (the algorithm
+        with its non-default options), ``iteration``, ``n_seeds``, ``n_floor``, ``mean``, ``lower``, ``upper``
+        (log10 regret), ``acq_s_median`` (NaN where the timing has no such series).
     """
     last = bands.loc[bands.groupby(SERIES_KEYS, dropna=False)["iteration"].idxmax()].copy()
     last["series"] = [series_name(a, o) for a, o in zip(last["algorithm"], last["options"], strict=True)]
@@ -45,15 +50,21 @@ def _regret_text(row: pd.Series) -> str:
 
 
 def pivot_tables(summary: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, pd.DataFrame, str]]:
-    """Per target: (regret pivot, timing pivot, note).
+    """The final regrets and the timings of a report's series, per target, as tables to read.
 
-    Both pivots have one row per (problem, alpha, T) and one column per series, sorted by name.
-    An algorithm run with one set of options in the target is named alone and the note gives its
-    options; one run with several is named with them (``ALGORITHM (gp=borisk)``). A regret cell
-    is the final mean log10 regret with its 70 % band, ``mean [lower, upper]``; a timing cell the
-    median seconds per proposal (iterations >= 1); a missing combination an empty string. The
-    note gives the seeds per cell (and every cell whose count differs from the most common) and
-    the seeds at the floor.
+    An algorithm run with one set of options in the target is named alone and the note gives its options; one
+    run with several is named with them (``ALGORITHM (gp=borisk)``). A regret cell is the final mean log10
+    regret with its 70 % band, ``mean [lower, upper]``; a timing cell the median seconds per proposal
+    (iterations >= 1); a missing combination an empty string. The note gives the seeds per cell (and every
+    cell whose count differs from the most common) and the seeds at the floor.
+
+    Args:
+        summary: the rows of :func:`final_summary`.
+
+    Returns:
+        Target -> (regret pivot, timing pivot, note). Both pivots have one row per (problem, alpha, T) of the
+        regret pivot, columns ``problem``, ``alpha``, ``T`` and one column per series, sorted by name, every
+        cell a string.
     """
     out: dict[str, tuple[pd.DataFrame, pd.DataFrame, str]] = {}
     for target, part in summary.groupby("target", sort=True):

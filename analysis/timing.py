@@ -22,8 +22,17 @@ def _quantiles(grouped, column: str, prefix: str) -> pd.DataFrame:
 
 
 def timing_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per series: median and quartiles of per-iteration ``t_acq_s`` and ``t_fit_s`` (seconds),
-    median and quartiles over cells of the total cell time, number of cells."""
+    """The seconds of each series: per iteration, for the acquisition and the GP fit, and per cell in total.
+
+    Args:
+        frame: the BO rows of the report (:func:`analysis.report.read_frame`).
+
+    Returns:
+        A frame with one row per series, columns the series keys (:data:`analysis.data.SERIES_KEYS`),
+        ``n_cells``, median and quartiles of per-iteration ``t_acq_s`` (``acq_s_median``, ``acq_s_q25``,
+        ``acq_s_q75``) and ``t_fit_s`` (``fit_s_...``) over the rows of iterations >= 1, and median and
+        quartiles over cells of the total cell time (``total_s_...``), all in seconds.
+    """
     steps = frame.loc[frame["iteration"] >= 1]
     grouped = steps.groupby(SERIES_KEYS, sort=True, dropna=False)
     acq = _quantiles(grouped, "t_acq_s", "acq_s")
@@ -46,9 +55,18 @@ RATIO_COLUMNS = [*_RATIO_KEYS, "costlier", "cheaper", "acq_ratio", "fit_ratio", 
 
 
 def cost_pairs(study: Study) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
-    """(problems, cheaper algorithms, costlier algorithms) of every "cheaper" comparison of the
-    study's claims (:class:`harness.study.Cheaper`; no problems: every problem), each side with the
-    algorithms that stand in for its own as variants (``study.aliases``), without repeats."""
+    """The sides of every "cheaper" comparison of the study's claims (:class:`harness.study.Cheaper`).
+
+    Each side comes with the algorithms that stand in for its own as variants (``study.aliases``), without
+    repeats.
+
+    Args:
+        study: the study whose claims are read.
+
+    Returns:
+        (problems, cheaper algorithms, costlier algorithms) of each comparison, in the claims' order, each
+        triple once; no problems means every problem.
+    """
 
     def with_variants(names: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(v for name in names for v in (
@@ -64,11 +82,22 @@ def cost_pairs(study: Study) -> list[tuple[tuple[str, ...], tuple[str, ...], tup
 
 
 def ratio_table(timing: pd.DataFrame, study: Study = NO_STUDY) -> pd.DataFrame:
-    """Costlier / cheaper ratios of the medians of :func:`timing_table`, for every pair of the
-    study's "cheaper" claims (:func:`cost_pairs`), per problem, alpha, target, iterations, costlier
-    series (``costlier``: any options) and cheaper series (``cheaper``: default options; every series of
-    the cheaper algorithms where a problem has none with default options). Empty when no problem has
-    both, or the study claims nothing cheaper."""
+    """Costlier / cheaper ratios of the medians of :func:`timing_table`, for every pair of the study's
+    "cheaper" claims (:func:`cost_pairs`).
+
+    The costlier series (``costlier``) may have any options; the cheaper one (``cheaper``) has the default
+    options, or is every series of the cheaper algorithms where a problem has none with default options.
+
+    Args:
+        timing: the rows of :func:`timing_table`.
+        study: the study whose claims are read.
+
+    Returns:
+        A frame with one row per (problem, alpha, target, iterations, costlier series, cheaper series), sorted
+        so, columns :data:`RATIO_COLUMNS` (the ratios of the acquisition, fit and total medians, and both
+        series' numbers of cells); empty, with those columns, when no problem has both or the study claims
+        nothing cheaper.
+    """
     frames = [_pair_ratios(timing, *pair) for pair in cost_pairs(study)]
     frames = [f for f in frames if not f.empty]
     if not frames:
@@ -101,6 +130,14 @@ def _pair_ratios(timing: pd.DataFrame, problems: tuple[str, ...], cheaper: tuple
 
 
 def series_name(algorithm: str, options: str) -> str:
-    """``ALGORITHM`` or ``ALGORITHM (gp=borisk, maxiter=100)``."""
+    """The name of a series in the report's tables.
+
+    Args:
+        algorithm: the series' algorithm.
+        options: the JSON of its ``options`` column.
+
+    Returns:
+        ``ALGORITHM``, or ``ALGORITHM (gp=borisk, maxiter=100)`` with non-default options.
+    """
     text = options_text(options)
     return f"{algorithm} ({text})" if text else algorithm

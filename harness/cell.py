@@ -83,8 +83,20 @@ def _scored(risk: str) -> list[RiskMeasure]:
 
 
 def info_json(info: dict) -> str:
-    """A proposal's ``info`` as the row's JSON text (keys sorted; tensors as lists, NaN and
-    infinities as JSON's extensions ``NaN``, ``Infinity``, which Python's and pandas' readers take)."""
+    """A proposal's ``info`` as the row's JSON text.
+
+    Keys are sorted; tensors are written as lists, NaN and infinities as JSON's extensions ``NaN``,
+    ``Infinity``, which Python's and pandas' readers take.
+
+    Args:
+        info: the proposal's ``info`` (plain values and tensors).
+
+    Returns:
+        The JSON text.
+
+    Raises:
+        TypeError: a value that is neither JSON nor a tensor.
+    """
     def plain(value: object) -> object:
         if isinstance(value, torch.Tensor):
             return value.tolist()
@@ -99,19 +111,25 @@ CHECKPOINT_EVERY_S = 5.0
 def run_cell(spec: CellSpec, checkpoint: bytes | None = None,
              on_checkpoint: Callable[[bytes, int], None] | None = None,
              checkpoint_every_s: float = CHECKPOINT_EVERY_S, threads: int = 1) -> CellResult:
-    """Run one cell; see the module docstring. Raises on bad names or options. A timing cell
-    (``spec.kind == "timing"``) is handed to :func:`harness.complexity.run_timing_cell` (it has no
-    iterations, so no checkpoints).
+    """Run one cell; see the module docstring.
+
+    It raises on bad names or options. A timing cell (``spec.kind == "timing"``) is handed to
+    :func:`harness.complexity.run_timing_cell` (it has no iterations, so no checkpoints).
 
     Args:
         spec: the cell.
         checkpoint: bytes from an earlier ``on_checkpoint`` of the same spec: resume after them.
-        on_checkpoint: called with (bytes, last finished iteration) after an iteration, when at
-            least ``checkpoint_every_s`` seconds passed since the last call (and never after the
-            last iteration: the result is what counts then).
-        threads: torch threads during the cell (restored after). A cell's rows are defined at one,
-            as the grid runs them; another count can change them in the last bits, which grow
+        on_checkpoint: called with (bytes, last finished iteration) after an iteration, when at least
+            ``checkpoint_every_s`` seconds passed since the last call (and never after the last iteration: the
+            result is what counts then).
+        checkpoint_every_s: the least seconds between two calls of ``on_checkpoint``.
+        threads: torch threads during the cell (restored after). A cell's rows are defined at one, as the grid
+            runs them; another count can change them in the last bits, which grow
             (:func:`problems.float64.torch_threads`).
+
+    Returns:
+        The cell's :class:`~harness.spec.CellResult`, one row per iteration (0 to T) and the metadata
+        :mod:`harness.store` writes with them.
     """
     if spec.kind == "timing":
         return run_timing_cell(spec)
@@ -133,14 +151,31 @@ def _unpack(data: bytes, spec: CellSpec) -> dict:
 
 
 def checkpoint_iteration(data: bytes) -> int:
-    """The last finished iteration a checkpoint holds (it resumes after it)."""
+    """The last finished iteration a checkpoint holds (it resumes after it).
+
+    Args:
+        data: the checkpoint's bytes (:func:`run_cell`'s ``on_checkpoint``).
+
+    Returns:
+        The iteration of the checkpoint's last row.
+    """
     return int(torch.load(io.BytesIO(data), weights_only=True)["rows"][-1]["iteration"])
 
 
 def checkpoint_problem(data: bytes, spec: CellSpec) -> str | None:
-    """Why ``data`` is not a checkpoint to resume ``spec`` from (empty, damaged, not torch data,
-    another cell's, no finished iteration), or None. The grid checks stored checkpoints with it
-    before resuming from them; what ``run_cell`` needs beyond the finished rows it checks itself."""
+    """Why ``data`` is not a checkpoint to resume ``spec`` from, if it is not.
+
+    The grid checks stored checkpoints with it before resuming from them; what ``run_cell`` needs beyond the
+    finished rows it checks itself.
+
+    Args:
+        data: the stored bytes.
+        spec: the cell they should resume.
+
+    Returns:
+        The reason in one line (empty, damaged, not torch data, another cell's, no finished iteration), or
+        None for a checkpoint to resume from.
+    """
     try:
         state = torch.load(io.BytesIO(data), weights_only=True)  # tensors and plain data only
         if not isinstance(state, dict):

@@ -26,11 +26,18 @@ EXIT_CLOSED_PIPE = 141
 
 
 def exit_with(main: Callable[[], int]) -> NoReturn:
-    """Run a command's ``main`` and exit with its code. A reader that leaves the pipe early
-    (``python -m harness.status FOLDER | head``) ends the command quietly with
-    :data:`EXIT_CLOSED_PIPE`, as SIGPIPE ends a Unix tool, instead of a ``BrokenPipeError``
-    traceback (SIGPIPE itself stays ignored, as Python sets it: a socket's closed peer must not kill
-    a process)."""
+    """Run a command's ``main`` and exit with its code.
+
+    A reader that leaves the pipe early (``python -m harness.status FOLDER | head``) ends the command quietly
+    with :data:`EXIT_CLOSED_PIPE`, as SIGPIPE ends a Unix tool, instead of a ``BrokenPipeError`` traceback
+    (SIGPIPE itself stays ignored, as Python sets it: a socket's closed peer must not kill a process).
+
+    Args:
+        main: the command's main function, which returns its exit code.
+
+    Returns:
+        Never; it exits the process (``SystemExit``) with ``main``'s code, or :data:`EXIT_CLOSED_PIPE`.
+    """
     try:
         code = main()
         sys.stdout.flush()  # here, so that a reader that has left is caught below
@@ -63,6 +70,17 @@ class Parser(argparse.ArgumentParser):
 
 
 def parse_option(text: str) -> tuple[str, object]:
+    """One ``--option NAME=VALUE`` as a name and a value.
+
+    Args:
+        text: the argument, ``NAME=VALUE``.
+
+    Returns:
+        (name, value), the name stripped, the value read as JSON where it is JSON, else the text as given.
+
+    Raises:
+        UsageError: an argument without ``=``.
+    """
     if "=" not in text:
         raise UsageError(f"--option expects NAME=VALUE, got {text!r}")
     name, raw = text.split("=", 1)
@@ -74,7 +92,17 @@ def parse_option(text: str) -> tuple[str, object]:
 
 
 def out_location(text: str | Path) -> Location:
-    """``--out`` as a location (a local folder or a URI), or a one-line :class:`UsageError`."""
+    """``--out`` as a location (a local folder or a URI).
+
+    Args:
+        text: the argument.
+
+    Returns:
+        The location (:func:`harness.results.location`).
+
+    Raises:
+        UsageError: one line, for an empty argument or a location that is not one.
+    """
     if not str(text).strip():  # '' would silently mean the current folder
         raise UsageError("--out must name a folder, got an empty string")
     try:
@@ -122,9 +150,13 @@ def add_kernels_argument(container: argparse._ActionsContainer) -> None:
 
 
 def kernels_line() -> str:
-    """How this process's cells run, for a command's first lines: ``kernels pinned`` or ``kernels
-    native`` and the CPU (:func:`harness.kernels.host_record`), and a warning on a CPU the pin does
-    not cover (:func:`harness.kernels.pin_holds`)."""
+    """How this process's cells run, for a command's first lines.
+
+    Returns:
+        ``kernels pinned`` or ``kernels native``, torch's CPU capability and the CPU
+        (:func:`harness.kernels.host_record`), with a warning on a CPU the pin does not cover
+        (:func:`harness.kernels.pin_holds`).
+    """
     record = host_record()
     line = f"kernels {record['kernels']} (torch {record['torch_cpu']}) on {record['cpu']}"
     vendor = other_vendor()

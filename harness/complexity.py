@@ -60,7 +60,18 @@ class TimingSpecError(ValueError):
 
 
 def state_of(spec: CellSpec) -> tuple[int, int, int, dict]:
-    """``(n_obs, n_z, repeats, algorithm options)`` of a timing cell; raises :class:`TimingSpecError`."""
+    """The controlled state of a timing cell and the algorithm's own options.
+
+    Args:
+        spec: the timing cell.
+
+    Returns:
+        (``n_obs``, ``n_z``, ``repeats``, the algorithm's options), ``repeats`` :data:`DEFAULT_REPEATS` where
+        the cell sets none.
+
+    Raises:
+        TimingSpecError: a missing ``n_obs`` or ``n_z``, or a state option that is not a positive integer.
+    """
     options = dict(spec.options)
     try:
         n_obs, n_z = options.pop("n_obs"), options.pop("n_z")
@@ -76,7 +87,20 @@ def state_of(spec: CellSpec) -> tuple[int, int, int, dict]:
 
 
 def timed_problem(spec: CellSpec) -> tuple[Problem, dict]:
-    """The problem of a timing cell and the algorithm options its |Dz| implies."""
+    """The problem of a timing cell and the algorithm options its ``|Dz|`` implies (module docstring).
+
+    Args:
+        spec: the timing cell.
+
+    Returns:
+        (problem, options), the problem's discrete Z replaced by a Gaussian grid of ``n_z`` points, or for a
+        continuous Z the options with every Z-sample option of the algorithm set to ``n_z``; the cell's alpha
+        set where it has one.
+
+    Raises:
+        TimingSpecError: a bad state (:func:`state_of`), an ``n_z`` that is not a ``d_z``-th power on a
+            discrete Z, or an algorithm that declares no Z-sample option on a continuous one.
+    """
     _, n_z, _, options = state_of(spec)
     problem = build_problem(spec.problem, with_optimum=False)
     if problem.z.is_discrete:
@@ -96,7 +120,15 @@ def timed_problem(spec: CellSpec) -> tuple[Problem, dict]:
 
 
 def observations(spec: CellSpec) -> tuple[torch.Tensor, torch.Tensor]:
-    """The ``n_obs x (d_x + d_z)`` inputs and ``n_obs x 1`` noisy outcomes the GP is fitted on."""
+    """The data the timing cell's GP is fitted on, from a stream of (problem, ``n_obs``, seed) only.
+
+    Args:
+        spec: the timing cell.
+
+    Returns:
+        (inputs, outcomes), an ``n_obs x (d_x + d_z)`` tensor of (x, z) drawn uniformly and an ``n_obs x 1``
+        tensor of noisy outcomes, float64.
+    """
     n_obs = state_of(spec)[0]
     problem = build_problem(spec.problem, with_optimum=False)
     g = generator(spec.problem, "complexity", n_obs, spec.seed)
@@ -114,8 +146,20 @@ def _clock() -> tuple[float, float]:
 
 
 def run_timing_cell(spec: CellSpec) -> CellResult:
-    """Time ``repeats`` GP fits and ``repeats`` proposals of ``spec.algorithm``; see the module
-    docstring. Runs on one torch thread (restored after) with float64 as the default dtype."""
+    """Time ``repeats`` GP fits and ``repeats`` proposals of ``spec.algorithm``; see the module docstring.
+
+    It runs on one torch thread (restored after) with float64 as the default dtype.
+
+    Args:
+        spec: the timing cell.
+
+    Returns:
+        The cell's :class:`~harness.spec.CellResult`, one row per timed call (``what``, ``repeat``,
+        ``seconds``, ``cpu_seconds``, ...) and its metadata.
+
+    Raises:
+        TimingSpecError: a cell that is not a timing cell, or a bad state (:func:`state_of`).
+    """
     if spec.kind != "timing":
         raise TimingSpecError(f"not a timing cell: kind {spec.kind!r}")
     algorithm_factory(spec.algorithm)  # KeyError or ValueError before any work
@@ -189,8 +233,20 @@ def _run(spec: CellSpec) -> CellResult:
 
 
 def estimate_proposal_seconds(problem: str, algorithm: str, n_obs: int, n_z: int) -> float:
-    """Rough single-core seconds of one proposal, from what the algorithm declares
-    (:meth:`algorithms.Algorithm.proposal_cost`) for the problem's kind of Z."""
+    """Rough single-core seconds of one proposal.
+
+    The estimate comes from what the algorithm declares (:meth:`algorithms.Algorithm.proposal_cost`) for the
+    problem's kind of Z; an algorithm that does not import here is priced as the default.
+
+    Args:
+        problem: the problem's name.
+        algorithm: the algorithm's name.
+        n_obs: ``|D|``.
+        n_z: ``|Dz|``.
+
+    Returns:
+        The seconds, fixed + scale (n_obs / 40)^d_exp (n_z / 64)^z_exp.
+    """
     try:
         factory: type[Algorithm] = algorithm_factory(algorithm)
     except (KeyError, ValueError):  # a name that cannot run: the cell reports why; guess the default
@@ -200,7 +256,17 @@ def estimate_proposal_seconds(problem: str, algorithm: str, n_obs: int, n_z: int
 
 
 def estimate_timing_seconds(spec: CellSpec) -> float:
-    """Rough single-core seconds of a timing cell: ``repeats + 1`` fits and proposals."""
+    """Rough single-core seconds of a timing cell: ``repeats + 1`` fits and proposals.
+
+    Args:
+        spec: the timing cell.
+
+    Returns:
+        The seconds.
+
+    Raises:
+        TimingSpecError: a bad state (:func:`state_of`).
+    """
     n_obs, n_z, repeats, _ = state_of(spec)
     fit = 0.05 + 0.1 * (n_obs / 160) ** 2
     return (repeats + 1) * (fit + estimate_proposal_seconds(spec.problem, spec.algorithm, n_obs, n_z))
@@ -218,9 +284,22 @@ MAX_PROPOSAL_S = 60.0
 def complexity_cells(methods: Iterable[tuple[str, str, dict]], sizes_d: tuple[int, ...] = SIZES_D,
                      sizes_z: tuple[int, ...] = SIZES_Z, repeats: int = DEFAULT_REPEATS,
                      max_proposal_s: float = MAX_PROPOSAL_S) -> list[CellSpec]:
-    """Timing cells of ``methods`` (a study's (problem, algorithm, options): the algorithm on that
-    problem's function, its Z replaced by a grid of |Dz| points or sampled |Dz| times) over
-    |D| x |Dz| (seed 0), those estimated feasible, method by method."""
+    """The timing cells of ``methods`` over ``|D|`` x ``|Dz|`` (seed 0), those estimated feasible.
+
+    A method is an algorithm on a problem's function, its Z replaced by a grid of ``|Dz|`` points or sampled
+    ``|Dz|`` times.
+
+    Args:
+        methods: a study's (problem, algorithm, options).
+        sizes_d: the sizes of ``|D|``.
+        sizes_z: the sizes of ``|Dz|``.
+        repeats: the timed calls of each kind per cell.
+        max_proposal_s: a (method, ``|D|``, ``|Dz|``) is timed when one proposal is estimated to take at most
+            this many seconds (:func:`estimate_proposal_seconds`).
+
+    Returns:
+        The cells, method by method, then by ``|D|`` and ``|Dz|``.
+    """
     cells = []
     for problem, algorithm, options in methods:
         for n_obs in sizes_d:

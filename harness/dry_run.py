@@ -39,13 +39,27 @@ STATE_COLUMNS = (("done", "done"), ("to run", "to run"), ("failed", "failed"),
 
 
 def group_key(spec: CellSpec) -> tuple:
-    """The cells of one line of the dry run: all but the seed in common."""
+    """The key of the cells of one line of the dry run: all but the seed in common.
+
+    Args:
+        spec: the cell.
+
+    Returns:
+        (problem, algorithm, alpha, options, gp, risk, iterations, kind) of the cell.
+    """
     return (spec.problem, spec.algorithm, spec.alpha, spec.options, spec.gp, spec.risk, spec.iterations,
             spec.kind)
 
 
 def problem_defaults(name: str) -> tuple[float, int] | None:
-    """The problem's default alpha and iterations, or None where it does not build here."""
+    """The problem's default alpha and iterations.
+
+    Args:
+        name: the problem's name.
+
+    Returns:
+        (alpha, iterations), or None where the problem does not build here.
+    """
     try:
         problem = build_problem(name, with_optimum=False)
     except (KeyError, ValueError):
@@ -54,8 +68,16 @@ def problem_defaults(name: str) -> tuple[float, int] | None:
 
 
 def alpha_text(problem: str, alpha: float | None) -> str:
-    """A dry run's alpha: ``below-min-mass (3.957e-13)`` where it is the grid's alpha -> 0 setting
-    (half the problem's smallest mass), the grid file's name for it, else the number."""
+    """A dry run's alpha.
+
+    Args:
+        problem: the cell's problem.
+        alpha: the cell's alpha, None for the problem's own.
+
+    Returns:
+        ``-`` for None; ``below-min-mass (3.957e-13)`` where it is the grid's alpha -> 0 setting (half the
+        problem's smallest mass), the grid file's name for it; else the number.
+    """
     if alpha is None:
         return "-"
     try:
@@ -113,7 +135,14 @@ def print_groups(cells: list[CellSpec], shown: dict[CellSpec, str], cost: dict[C
 
 
 def duration_text(seconds: float) -> str:
-    """Seconds as people read a cost: ``42 s``, ``11.2 min``, ``5.9 h``."""
+    """Seconds as people read a cost.
+
+    Args:
+        seconds: the duration.
+
+    Returns:
+        ``42 s`` below 90 s, ``11.2 min`` below 90 min, else ``5.9 h``.
+    """
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -134,9 +163,20 @@ class Plan:
 
 
 def plan_json(grid: Grid, cells: list[CellSpec], out: Location, plan: Plan) -> dict:
-    """The plan as plain data: the grid, the folder, and per cell (in the grid's order) its label, spec
-    (:meth:`CellSpec.to_dict`), spec hash, file, state ("to run", "done", "failed", "missing" when
-    not chosen, "not available") and estimated seconds (null when it will not run)."""
+    """The plan as plain data, for ``--dry-run --json``.
+
+    Args:
+        grid: the grid.
+        cells: its cells, in its order.
+        out: the results folder.
+        plan: the run's plan.
+
+    Returns:
+        A JSON-ready dict with ``grid``, ``out``, ``to_run``, ``estimate_cpu_s`` and ``cells``, one entry per
+        cell (in the grid's order) with its ``label``, ``spec`` (:meth:`CellSpec.to_dict`), ``hash``,
+        ``path``, ``state`` ("to run", "done", "failed", "missing" when not chosen, "not available") and
+        ``estimate_s`` (null when it will not run).
+    """
     cost = dict(zip(plan.to_run, plan.costs, strict=True))
     return {"grid": grid.name, "out": str(out), "to_run": len(plan.to_run),
             "estimate_cpu_s": round(sum(plan.costs), 1),

@@ -49,10 +49,18 @@ def _problem_size(name: str, iterations: int) -> ProblemSize:
 
 
 def declared_rate(spec: CellSpec) -> float:
-    """Seconds an iteration of a BO cell from what its algorithm declares
-    (:func:`algorithms.cost.iteration_seconds`, its options' defaults filled in) plus the harness's
-    share, which its problem declares (:attr:`problems.Problem.overhead_seconds`);
-    :data:`algorithms.cost.DEFAULT_ITERATION_S` for an algorithm that does not import here."""
+    """Seconds an iteration of a BO cell, from what its algorithm and its problem declare.
+
+    The algorithm's share is :func:`algorithms.cost.iteration_seconds` (its options' defaults filled in), the
+    harness's share is what the problem declares (:attr:`problems.Problem.overhead_seconds`).
+
+    Args:
+        spec: the cell.
+
+    Returns:
+        The seconds, the algorithm's share :data:`algorithms.cost.DEFAULT_ITERATION_S` for an algorithm that
+        does not import here.
+    """
     size = replace(_problem_size(spec.problem, cell_iterations(spec)), risk=spec.risk)
     if spec.n_init is not None:  # the cell's own design
         size = replace(size, n_init=spec.n_init)
@@ -65,12 +73,20 @@ def declared_rate(spec: CellSpec) -> float:
 
 
 def measured_rate(spec: CellSpec, measured: Mapping[tuple, float]) -> float | None:
-    """Seconds an iteration of ``spec`` from ``measured`` (seconds an iteration of finished cells by
-    (problem, algorithm, options), as :func:`harness.grid_cli` reads them; a key (problem,
-    algorithm) stands for the default options): the rate of cells with the same options, else one
-    with other options scaled by the declared model (:func:`declared_rate`), else the declared rate
-    scaled by how far the algorithm's finished cells on other problems were from theirs
-    (:func:`_calibration`), else None."""
+    """Seconds an iteration of ``spec`` from the rates of finished cells.
+
+    The rate of cells with the same options is taken, else one with other options scaled by the declared model
+    (:func:`declared_rate`), else the declared rate scaled by how far the algorithm's finished cells on other
+    problems were from theirs (:func:`_calibration`).
+
+    Args:
+        spec: the cell.
+        measured: seconds an iteration of finished cells by (problem, algorithm, options), as
+            :mod:`harness.grid_cli` reads them; a key (problem, algorithm) stands for the default options.
+
+    Returns:
+        The seconds, or None where nothing measured applies.
+    """
     same = measured.get((spec.problem, spec.algorithm, spec.options))
     if same is None and not spec.options:
         same = measured.get((spec.problem, spec.algorithm))
@@ -110,8 +126,15 @@ def _problem_iterations(name: str) -> int:
 
 
 def cell_iterations(spec: CellSpec) -> int:
-    """The BO iterations a cell runs: its own, else its problem's (60, a guess for the estimate, for
-    a problem that is not registered here)."""
+    """The BO iterations a cell runs.
+
+    Args:
+        spec: the cell.
+
+    Returns:
+        Its own iterations, else its problem's (60, a guess for the estimate, for a problem that is not
+        registered here).
+    """
     if spec.iterations is not None:
         return spec.iterations
     if spec.problem in PROBLEMS or is_import_path(spec.problem):
@@ -120,9 +143,19 @@ def cell_iterations(spec: CellSpec) -> int:
 
 
 def estimate_seconds(spec: CellSpec, measured: Mapping[tuple, float] | None = None) -> float:
-    """Estimated single-core seconds of a cell: a fixed part and its iterations at the rate
-    ``measured`` gives (:func:`measured_rate`: seconds an iteration of finished cells), else at the
-    rate its algorithm declares (:func:`declared_rate`)."""
+    """Estimated single-core seconds of a cell.
+
+    A BO cell costs a fixed part and its iterations at the rate ``measured`` gives (:func:`measured_rate`),
+    else at the rate its algorithm declares (:func:`declared_rate`); a timing cell is
+    :func:`harness.complexity.estimate_timing_seconds`.
+
+    Args:
+        spec: the cell.
+        measured: seconds an iteration of finished cells (:func:`measured_rate`), or None.
+
+    Returns:
+        The seconds.
+    """
     if spec.kind == "timing":
         return estimate_timing_seconds(spec)
     rate = measured_rate(spec, measured) if measured else None

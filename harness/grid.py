@@ -60,9 +60,18 @@ SMOKE_ITERATIONS = 3
 
 
 def smoke_options(algorithm: str, continuous: bool) -> dict | None:
-    """The smoke grid's options of ``algorithm`` on a problem with a continuous Z or not: the reduced
-    search effort its class declares (:meth:`algorithms.Algorithm.reduced_options`; the estimators
-    are unchanged), None for its defaults or for a name that does not import here."""
+    """The smoke grid's options of ``algorithm`` on a problem with a continuous Z or not.
+
+    They are the reduced search effort its class declares (:meth:`algorithms.Algorithm.reduced_options`; the
+    estimators are unchanged).
+
+    Args:
+        algorithm: the algorithm's name.
+        continuous: whether the problem's Z is continuous.
+
+    Returns:
+        The options, or None for its defaults or for a name that does not import here.
+    """
     try:
         factory = algorithm_factory(algorithm)
     except (KeyError, ValueError):
@@ -71,9 +80,14 @@ def smoke_options(algorithm: str, continuous: bool) -> dict | None:
 
 
 def smoke_grid() -> Grid:
-    """Every registered problem x every registered algorithm that handles its kind of Z x every risk
-    measure it optimizes (:func:`algorithms.supports`) x 2 seeds x 3 iterations (with
-    :func:`smoke_options` for the costly algorithms)."""
+    """The smoke grid: every registered problem x algorithm that handles it, 2 seeds, 3 iterations.
+
+    An algorithm runs on a problem whose kind of Z it handles, at every risk measure it optimizes
+    (:func:`algorithms.supports`), with :func:`smoke_options` for the costly algorithms.
+
+    Returns:
+        The grid ``smoke``, its cells risk measure by risk measure, then algorithm, problem and seed.
+    """
     problems = {name: build_problem(name, with_optimum=False) for name in PROBLEMS}
     cells = [cell for risk in RISKS for algorithm, factory in ALGORITHMS.items()
              for name, p in problems.items() if supports(factory, p, risk)
@@ -90,10 +104,19 @@ ENGINE_GRIDS: dict[str, Callable[[], Grid]] = {"smoke": smoke_grid}
 
 
 def named_grids(study: str | None = None) -> dict[str, Callable[[], Grid]]:
-    """Every named grid: ``study``'s (a study's name, import path or TOML file: ``--study``) first,
-    then the smoke grid, then the grids of the installed studies
-    (:func:`harness.study.installed_studies`, in name order; a grid of a name taken before is left
-    out). Each study's grid records the study."""
+    """Every named grid, by name.
+
+    ``study``'s grids come first, then the smoke grid, then the grids of the installed studies
+    (:func:`harness.study.installed_studies`, in name order; a grid of a name taken before is left out). Each
+    study's grid records the study.
+
+    Args:
+        study: a study's name, import path or TOML file (``--study``), whose grids are checked here; None for
+            none.
+
+    Returns:
+        Grid name -> a function that builds the grid, in the order above.
+    """
     grids: dict[str, Callable[[], Grid]] = {}
     if study is not None:  # the user's: checked before anything runs
         grids.update(_study_grids(study, check=True))
@@ -131,7 +154,19 @@ _LIKE_FIXED = ("iterations", "alpha", "gp", "risk")
 
 
 def parse_grid(data: dict, name: str) -> Grid:
-    """The grid of a parsed grid file (a dict as ``tomllib`` returns it); :class:`GridError` if bad."""
+    """The grid of a parsed grid file.
+
+    Args:
+        data: the file as ``tomllib`` returns it.
+        name: the grid's name where the file names none (the file's stem).
+
+    Returns:
+        The grid, its cells block by block, without a description.
+
+    Raises:
+        GridError: an unknown key, a bad name or value, no ``[[cells]]`` table, too many cells, or a cell
+            listed twice.
+    """
     unknown = set(data) - _TOP_KEYS
     if unknown:
         raise GridError(f"unknown key {sorted(unknown)[0]!r}; valid: {', '.join(sorted(_TOP_KEYS))}")
@@ -238,7 +273,17 @@ def _like_cells(block: dict, defaults: dict, where: str, room: int) -> list[Cell
 
 
 def load_grid_file(path: Path) -> Grid:
-    """Read and validate a TOML grid file."""
+    """Read and validate a TOML grid file.
+
+    Args:
+        path: the file.
+
+    Returns:
+        The grid (:func:`parse_grid`), named after the file's stem unless it names itself.
+
+    Raises:
+        GridError: a file that cannot be read, is not UTF-8 TOML or is not a valid grid, its path named.
+    """
     try:
         with open(path, "rb") as file:
             data = tomllib.load(file)
@@ -255,8 +300,19 @@ def load_grid_file(path: Path) -> Grid:
 
 
 def resolve_grid(name_or_file: str, study: str | None = None) -> Grid:
-    """A named grid (``study``'s first: :func:`named_grids`), or the grid of a TOML file (a path,
-    or any name ending in .toml; it belongs to ``study`` when one is given)."""
+    """A named grid, or the grid of a TOML file.
+
+    Args:
+        name_or_file: a grid's name (``study``'s first, :func:`named_grids`), or a path (any name ending in
+            .toml, or an existing file).
+        study: the study given with ``--study``, which a grid file then belongs to.
+
+    Returns:
+        The grid.
+
+    Raises:
+        GridError: neither a named grid nor a file, or a bad grid file.
+    """
     grids = named_grids(study)
     if name_or_file in grids:
         return grids[name_or_file]()
@@ -269,10 +325,25 @@ def resolve_grid(name_or_file: str, study: str | None = None) -> Grid:
 
 def with_overrides(grid: Grid, seeds: int | list[int] | None = None, iterations: int | None = None,
                    gp: str | None = None, risk: str | None = None) -> Grid:
-    """``--seeds N`` (seeds 0..N-1 for every cell group; or a list of seeds, as a grid file's
-    ``seeds``), ``--iterations T``, ``--gp PROFILE``
-    (every cell) and ``--risk MEASURE`` (every BO cell whose algorithm optimizes it; the others are
-    left out, and the grid's description says how many; :class:`GridError` if none is left)."""
+    """The grid with the command line's overrides applied.
+
+    Args:
+        grid: the grid.
+        seeds: ``--seeds N`` (seeds 0..N-1 for every cell group), or a list of seeds, as a grid file's
+            ``seeds``.
+        iterations: ``--iterations T``, for every cell.
+        gp: ``--gp PROFILE``, for every BO cell.
+        risk: ``--risk MEASURE``, for every BO cell whose algorithm optimizes it; the others are left out, and
+            the grid's description says how many.
+
+    Returns:
+        A copy of ``grid`` with its cells overridden (each once, in the grid's order; with seeds, every
+        group's seeds in a row) and its description extended where cells were left out.
+
+    Raises:
+        GridError: an unknown risk measure or none left by it, a seed count outside 1..MAX_SEEDS, bad seeds,
+            or too many cells.
+    """
     cells = list(grid.cells)
     description = grid.description
     if risk is not None:

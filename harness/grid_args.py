@@ -18,14 +18,28 @@ from harness.spec import RISKS
 
 
 def grid_help() -> str:
-    """The help of ``--grid``: the named grids (the engine's and the installed studies')."""
+    """The help of ``--grid``, naming the named grids (the engine's and the installed studies').
+
+    Returns:
+        The help text.
+    """
     return f"a named grid ({', '.join(named_grids())}) or a TOML grid file"
 LIST_HELP = ("print the named grids and their sizes, and the registered algorithms with the kinds of Z "
              "they handle and their options")
 
 
 def seeds_argument(text: str) -> int | list[int]:
-    """``--seeds``: a count (``10``) or a comma-separated list of seeds (``0,3,7``)."""
+    """``--seeds``: a count (``10``) or a comma-separated list of seeds (``0,3,7``).
+
+    Args:
+        text: the argument.
+
+    Returns:
+        The count as an int, or the seeds as a list of ints.
+
+    Raises:
+        argparse.ArgumentTypeError: text that is neither.
+    """
     try:
         values = [int(part) for part in text.split(",")]
     except ValueError:
@@ -34,7 +48,17 @@ def seeds_argument(text: str) -> int | list[int]:
 
 
 def positive_seconds(text: str) -> float:
-    """``--checkpoint-every-s``: a positive, finite number of seconds."""
+    """``--checkpoint-every-s``: a positive, finite number of seconds.
+
+    Args:
+        text: the argument.
+
+    Returns:
+        The seconds.
+
+    Raises:
+        argparse.ArgumentTypeError: text that is not a positive, finite number.
+    """
     try:
         value = float(text)
     except ValueError:
@@ -94,6 +118,11 @@ def add_grid_options(container: argparse._ActionsContainer) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m harness.run --grid``.
+
+    Returns:
+        The parser of ``--grid`` or ``--list`` and the grid options (:func:`add_grid_options`).
+    """
     parser = Parser(prog="python -m harness.run --grid", description="Run a grid of cells on Ray.",
                     epilog="python -m harness.run --help: both modes, one cell and a grid.")
     what = parser.add_mutually_exclusive_group(required=True)
@@ -104,7 +133,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def grid_and_cells(args: argparse.Namespace) -> tuple[Grid, list[CellSpec]]:
-    """The grid (after --seeds, --iterations, --gp, --risk) and its selected cells (after --only)."""
+    """The grid after ``--seeds``, ``--iterations``, ``--gp``, ``--risk``, and its cells after ``--only``.
+
+    Args:
+        args: the parsed arguments.
+
+    Returns:
+        (grid, cells), the cells in the grid's order.
+
+    Raises:
+        UsageError: a bad value or a bad combination of options, a bad grid, or an ``--only`` that matches no
+            cell.
+    """
     if isinstance(args.seeds, int) and args.seeds < 1:
         raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
     if args.iterations is not None and args.iterations < 0:

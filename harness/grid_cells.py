@@ -41,8 +41,15 @@ class Grid:
 
 
 def unavailable_reason(spec: CellSpec) -> str | None:
-    """Why ``spec`` cannot run now (its problem or algorithm is not registered, or its import path
-    names nothing usable here), or None."""
+    """Why ``spec`` cannot run now, if it cannot.
+
+    Args:
+        spec: the cell.
+
+    Returns:
+        The reasons ``"; "``-joined (its problem or algorithm is not registered, or its import path names
+        nothing usable here), or None.
+    """
     missing = []
     if spec.problem not in PROBLEMS:
         if not is_import_path(spec.problem):
@@ -64,8 +71,15 @@ def unavailable_reason(spec: CellSpec) -> str | None:
 
 
 def cell_label(spec: CellSpec) -> str:
-    """``problem/algorithm/seedN``, plus ``risk=cvar``, ``alpha=..``, ``T=..``, ``n_init=..``, ``gp=..`` and
-    options when set: what --only matches."""
+    """The label of a cell: what ``--only`` matches.
+
+    Args:
+        spec: the cell.
+
+    Returns:
+        ``problem/algorithm/seedN``, plus ``risk=cvar``, ``alpha=..``, ``T=..``, ``n_init=..``, ``gp=..`` and
+        its options when set, space-separated.
+    """
     label = f"{spec.problem}/{spec.algorithm}/seed{spec.seed}"
     extras = []
     if spec.risk != DEFAULT_RISK:
@@ -83,7 +97,17 @@ def cell_label(spec: CellSpec) -> str:
 
 
 def alpha_below_min_mass(problem_name: str) -> float:
-    """Half the smallest mass of the problem's discrete Z: VaR becomes the worst case (alpha -> 0)."""
+    """Half the smallest mass of the problem's discrete Z: VaR becomes the worst case (alpha -> 0).
+
+    Args:
+        problem_name: the problem's name.
+
+    Returns:
+        The alpha.
+
+    Raises:
+        GridError: a problem with a continuous Z.
+    """
     problem = build_problem(problem_name, with_optimum=False)
     if not isinstance(problem.z, DiscreteZ):
         raise GridError(f"alpha {BELOW_MIN_MASS!r} needs a discrete Z; {problem_name} has a continuous one")
@@ -94,7 +118,22 @@ def cell_block(problems: Iterable[str], algorithms: Iterable[str], seeds: Iterab
            iterations: int | dict[str, int] | None = None, alpha: float | str | None = None,
            options: dict | None = None, gp: str = DEFAULT_GP, risk: str = DEFAULT_RISK,
            n_init: int | None = None) -> list[CellSpec]:
-    """The cells of problems x algorithms x seeds (seeds innermost), with shared settings."""
+    """The cells of problems x algorithms x seeds (seeds innermost), with shared settings.
+
+    Args:
+        problems: the problems.
+        algorithms: the algorithms.
+        seeds: the seeds.
+        iterations: the iterations, for every problem or by problem (None: the problem's own).
+        alpha: the alpha (None: the problem's own; :data:`BELOW_MIN_MASS`: :func:`alpha_below_min_mass`).
+        options: the algorithms' options.
+        gp: the GP profile.
+        risk: the risk measure.
+        n_init: the initial design's size (None: the problem's own).
+
+    Returns:
+        The cells, problem by problem, then algorithm, then seed.
+    """
     cells = []
     for problem in problems:
         t = iterations.get(problem) if isinstance(iterations, dict) else iterations
@@ -106,6 +145,14 @@ def cell_block(problems: Iterable[str], algorithms: Iterable[str], seeds: Iterab
 
 
 def select(cells: Iterable[CellSpec], pattern: str) -> list[CellSpec]:
-    """Cells whose :func:`cell_label` matches ``pattern``: a glob if it has ``*?[``, else a substring."""
+    """The cells whose :func:`cell_label` matches ``pattern``.
+
+    Args:
+        cells: the cells.
+        pattern: a glob if it has any of ``*?[``, else a substring.
+
+    Returns:
+        The matching cells, in their order.
+    """
     glob = pattern if any(c in pattern for c in "*?[") else f"*{pattern}*"
     return [c for c in cells if fnmatch.fnmatchcase(cell_label(c), glob)]

@@ -76,8 +76,18 @@ LOCK = "_running.lock"
 
 
 def measured_rates(out: Path) -> dict[tuple, float]:
-    """Seconds per iteration by (problem, algorithm, options), from the finished cells in ``out``
-    (options as a cell spec holds them: sorted (name, value) pairs)."""
+    """Seconds per iteration by (problem, algorithm, options), from the finished cells in ``out``.
+
+    A cell's rate is its wall time less a second, over its iterations; unreadable files and timing cells are
+    skipped.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        (problem, algorithm, options) -> the mean rate of its cells, options as a cell spec holds them (sorted
+        (name, value) pairs).
+    """
     totals: dict[tuple, list[float]] = {}
     for path in result_files(out):
         try:
@@ -94,8 +104,17 @@ def measured_rates(out: Path) -> dict[tuple, float]:
 
 
 def classify(cells: list[CellSpec], out: Path) -> dict[CellSpec, str]:
-    """Each cell's state: ``done``, ``failed``, ``missing`` or ``not available`` (a packed folder's
-    cells, :mod:`harness.packed`, are done as its own files would be)."""
+    """Each cell's state in ``out``.
+
+    A packed folder's cells (:mod:`harness.packed`) are done as its own files would be.
+
+    Args:
+        cells: the cells.
+        out: the results folder.
+
+    Returns:
+        Each cell -> ``done``, ``failed``, ``missing`` or ``not available``.
+    """
     states = {}
     in_packs = ({path.stem.rsplit("-", 1)[-1] for path in result_files(out)
                  if isinstance(path, PackedCell)} if packs(out) else set())
@@ -174,6 +193,15 @@ def _lock(out: Location) -> Iterator[None]:
 
 
 def main(argv: list[str]) -> int:
+    """Run the grid form of ``python -m harness.run`` (module docstring).
+
+    Args:
+        argv: the command's arguments.
+
+    Returns:
+        The exit code, 0 done (or a listing, or a dry run); :data:`harness.cli.EXIT_USAGE` for bad input;
+        otherwise that of the run (module docstring).
+    """
     try:
         args = build_parser().parse_args(argv)
         args.argv = list(argv)  # the words of the command that resumes this run (full_disk_summary)

@@ -26,7 +26,19 @@ MAX_CELLS = 1_000_000
 
 
 def check_seeds(value: object, where: str) -> list[int]:
-    """A grid file's ``seeds``: a count N (seeds 0..N-1) or a list of distinct seeds >= 0."""
+    """A grid file's ``seeds``: a count N (seeds 0..N-1) or a list of distinct seeds >= 0.
+
+    Args:
+        value: the value as read.
+        where: where it was read, named in the error.
+
+    Returns:
+        The seeds, 0..N-1 for a count, else the list as given.
+
+    Raises:
+        GridError: a value that is neither, a count outside 1..MAX_SEEDS, or a list with a negative or
+            repeated seed.
+    """
     if isinstance(value, bool):
         raise GridError(f"{where}: seeds must be a count or a list of integers, got {value!r}")
     if isinstance(value, int):
@@ -44,7 +56,18 @@ def check_seeds(value: object, where: str) -> list[int]:
 
 
 def check_iterations(value: object, where: str) -> int | None:
-    """A grid file's ``iterations``: a count >= 0, or None (each problem's own)."""
+    """A grid file's ``iterations``: a count >= 0, or None (each problem's own).
+
+    Args:
+        value: the value as read.
+        where: where it was read, named in the error.
+
+    Returns:
+        The count, or None.
+
+    Raises:
+        GridError: a value that is not a count >= 0.
+    """
     if value is None:
         return None
     try:
@@ -54,7 +77,18 @@ def check_iterations(value: object, where: str) -> int | None:
 
 
 def check_alpha(value: object, where: str) -> float | str | None:
-    """A grid file's ``alpha``: a number in (0, 1), ``below-min-mass``, or None (each problem's own)."""
+    """A grid file's ``alpha``: a number in (0, 1), ``below-min-mass``, or None (each problem's own).
+
+    Args:
+        value: the value as read.
+        where: where it was read, named in the error.
+
+    Returns:
+        The number as a float, :data:`BELOW_MIN_MASS`, or None.
+
+    Raises:
+        GridError: any other value.
+    """
     if value is None or value == BELOW_MIN_MASS:
         return value
     if isinstance(value, bool) or not isinstance(value, int | float) or not (
@@ -64,8 +98,21 @@ def check_alpha(value: object, where: str) -> float | str | None:
 
 
 def check_options_table(value: object, where: str) -> dict:
-    """A grid file's ``options`` table: each value a string, number or boolean, or a non-empty list
-    of them (a sweep, :func:`option_sets`), or a list of lists (a sweep of list values)."""
+    """A grid file's ``options`` table.
+
+    Each value is a string, number or boolean, or a non-empty list of them (a sweep, :func:`option_sets`), or
+    a list of lists (a sweep of list values).
+
+    Args:
+        value: the table as read.
+        where: where it was read, named in the error.
+
+    Returns:
+        The table itself.
+
+    Raises:
+        GridError: a value that is not a table, an empty list, or a value of another type.
+    """
     if not isinstance(value, dict):
         raise GridError(f"{where}: options must be a table, got {value!r}")
     for key, option in value.items():
@@ -91,11 +138,24 @@ def _takes_lists(algorithm: str, name: str) -> bool:
 
 
 def option_sets(options: dict, algorithm: str, where: str) -> list[dict]:
-    """The option sets a grid file's ``options`` table stands for with ``algorithm``: one per
-    combination of the values of the options given as lists (their product, in the table's order;
-    one set when none is). An option whose value is itself a list (declared with ``type=tuple``; no
-    registered algorithm has one) is swept by a list of lists: ``[[1, 2]]`` is the one value
-    ``[1, 2]``, ``[[1, 2], [3]]`` two."""
+    """The option sets a grid file's ``options`` table stands for with ``algorithm``.
+
+    There is one set per combination of the values of the options given as lists (their product, in the
+    table's order; one set when none is). An option whose value is itself a list (declared with
+    ``type=tuple``; no registered algorithm has one) is swept by a list of lists: ``[[1, 2]]`` is the one
+    value ``[1, 2]``, ``[[1, 2], [3]]`` two.
+
+    Args:
+        options: the checked table (:func:`check_options_table`).
+        algorithm: the algorithm the options are for.
+        where: where the table was read, named in the error.
+
+    Returns:
+        The option sets, each a dict name -> value (an inner list as a tuple).
+
+    Raises:
+        GridError: a list of values for an option that takes a list, or a list of lists for one that does not.
+    """
     axes = []
     for name, value in options.items():
         if not isinstance(value, list):
@@ -113,22 +173,59 @@ def option_sets(options: dict, algorithm: str, where: str) -> list[dict]:
 
 
 def check_gp(value: object, where: str) -> str:
-    """A grid file's ``gp``: the name of a GP profile."""
+    """A grid file's ``gp``: the name of a GP profile.
+
+    Args:
+        value: the value as read.
+        where: where it was read, named in the error.
+
+    Returns:
+        The name.
+
+    Raises:
+        GridError: a value that names no GP profile.
+    """
     if not isinstance(value, str) or value not in GP_PROFILES:
         raise GridError(f"{where}: gp must be one of {', '.join(GP_PROFILES)}, got {value!r}")
     return value
 
 
 def check_risk(value: object, where: str) -> str:
-    """A grid file's ``risk``: the name of a risk measure."""
+    """A grid file's ``risk``: the name of a risk measure.
+
+    Args:
+        value: the value as read.
+        where: where it was read, named in the error.
+
+    Returns:
+        The name.
+
+    Raises:
+        GridError: a value that names no risk measure a cell can optimize.
+    """
     if not isinstance(value, str) or value not in RISKS:
         raise GridError(f"{where}: risk must be one of {', '.join(RISKS)}, got {value!r}")
     return value
 
 
 def check_names(value: object, registered: Iterable[str], kind: str, where: str) -> list[str]:
-    """A grid file's ``problems`` or ``algorithms`` (``kind``): a name or a non-empty list of
-    registered names or import paths MODULE:ATTR that import here."""
+    """A grid file's ``problems`` or ``algorithms``: a name or a non-empty list of names.
+
+    A name is a registered one or an import path MODULE:ATTR that imports here.
+
+    Args:
+        value: the value as read.
+        registered: the registered names.
+        kind: ``"problem"`` or ``"algorithm"``.
+        where: where it was read, named in the error.
+
+    Returns:
+        The names as a list.
+
+    Raises:
+        GridError: a value that is not a name or a non-empty list of names, an unknown name, or an import path
+            that does not import as a ``kind``.
+    """
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):

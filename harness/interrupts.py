@@ -41,7 +41,14 @@ class Terminated(KeyboardInterrupt):
 
 
 def exit_code(error: BaseException | int | None = None) -> int:
-    """143 for :class:`Terminated` or SIGTERM (a KeyboardInterrupt raised for SIGTERM too), else 130."""
+    """The exit code of an interruption.
+
+    Args:
+        error: the exception caught, or the signal's number.
+
+    Returns:
+        143 for :class:`Terminated` or SIGTERM (a KeyboardInterrupt raised for SIGTERM too), else 130.
+    """
     if isinstance(error, Terminated) or error == signal.SIGTERM:
         return EXIT_SIGTERM
     if type(error) is KeyboardInterrupt and _raised[0] == signal.SIGTERM:
@@ -50,7 +57,14 @@ def exit_code(error: BaseException | int | None = None) -> int:
 
 
 def interruption(signum: int) -> KeyboardInterrupt:
-    """The exception that stands for signal ``signum``."""
+    """The exception that stands for signal ``signum``.
+
+    Args:
+        signum: the signal's number.
+
+    Returns:
+        :class:`Terminated` for SIGTERM, else a :class:`KeyboardInterrupt`.
+    """
     return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
@@ -62,6 +76,11 @@ def report(text: str = "harness.run: interrupted", file=None) -> None:
 
 
 def reported() -> bool:
+    """Whether this process has printed its "interrupted" line (:func:`report`).
+
+    Returns:
+        True once it has.
+    """
     return _reported[0]
 
 

@@ -30,6 +30,14 @@ class CheckpointKeeper:
         self.latest[key] = data
 
     def load(self, key: str) -> bytes | None:
+        """The latest checkpoint of a cell the keeper holds.
+
+        Args:
+            key: the cell's spec hash.
+
+        Returns:
+            The checkpoint's bytes, or None for none.
+        """
         return self.latest.get(key)
 
     def save(self, key: str, data: bytes, iteration: int | None = None) -> None:
@@ -41,7 +49,12 @@ class CheckpointKeeper:
             self.progress[key] = iteration
 
     def take(self) -> tuple[dict[str, bytes], dict[str, int]]:
-        """The checkpoints saved since the last call, and the running cells' iterations."""
+        """The checkpoints saved since the last call, and the running cells' iterations.
+
+        Returns:
+            (spec hash -> the latest checkpoint saved since the last call, spec hash -> the last finished
+            iteration of each running cell that said it).
+        """
         taken = {key: self.latest[key] for key in self.dirty}
         self.dirty.clear()
         return taken, dict(self.progress)

@@ -74,7 +74,14 @@ class Keeper:
         return fresh
 
     def load(self, spec: CellSpec) -> bytes | None:
-        """The latest checkpoint of ``spec`` the keeper holds (None: start afresh)."""
+        """The latest checkpoint of ``spec`` the keeper holds.
+
+        Args:
+            spec: the cell.
+
+        Returns:
+            The checkpoint's bytes, or None (start afresh).
+        """
         return self.call("load", spec_hash(spec))
 
     def drop(self, spec: CellSpec) -> None:
@@ -82,9 +89,20 @@ class Keeper:
         self.actor.drop.remote(spec_hash(spec))
 
     def call(self, method: str, *args: object, patience_s: float = ANSWER_S) -> object:
-        """:func:`get` of a keeper call; a dead keeper is replaced by a new one (from the stored
-        checkpoints: the running cells' newer ones that were not flushed yet are lost) and the call
-        is made again on it, unless the local Ray itself is gone (:class:`RayLostError`)."""
+        """:func:`get` of a keeper call.
+
+        A dead keeper is replaced by a new one (from the stored checkpoints: the running cells' newer ones
+        that were not flushed yet are lost) and the call is made again on it, unless the local Ray itself is
+        gone (:class:`RayLostError`).
+
+        Args:
+            method: the name of the keeper's method.
+            *args: its arguments.
+            patience_s: how long to wait for the answer.
+
+        Returns:
+            The method's answer.
+        """
         try:
             return get(getattr(self.actor, method).remote(*args), f"the checkpoint keeper's {method}",
                        patience_s)
@@ -98,10 +116,20 @@ class Keeper:
                        patience_s)
 
     def write_new(self, patience_s: float = ANSWER_S) -> dict[CellSpec, int]:
-        """Write the checkpoints the running cells made since the last call (one that cannot be
-        written costs that cell its resume point, said once, never the grid, unless the disk is
-        full: :class:`~harness.store.DiskFullError`); returns the running cells' last finished
-        iterations."""
+        """Write the checkpoints the running cells made since the last call.
+
+        A checkpoint that cannot be written costs that cell its resume point, said once, never the grid,
+        unless the disk is full.
+
+        Args:
+            patience_s: how long to wait for the keeper's answer.
+
+        Returns:
+            Each running cell -> its last finished iteration.
+
+        Raises:
+            DiskFullError: the disk is full (:class:`~harness.store.DiskFullError`).
+        """
         taken, progress = self.call("take", patience_s=patience_s)
         for key, data in taken.items():
             spec = self.by_key[key]

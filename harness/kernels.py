@@ -57,10 +57,14 @@ PINNED_LIBRARIES = ("numpy", "torch", "scipy")
 
 
 def avx512_dispatch_targets() -> str:
-    """numpy's dispatched SIMD targets that need AVX-512 (``X86_V4``, ``AVX512_*``), space-separated,
-    as ``NPY_DISABLE_CPU_FEATURES`` takes them. Their names change across numpy releases, so they
-    are read from the numpy installed here; call it in a process that is not itself to be pinned
-    (it imports numpy)."""
+    """numpy's dispatched SIMD targets that need AVX-512 (``X86_V4``, ``AVX512_*``).
+
+    Their names change across numpy releases, so they are read from the numpy installed here; call it in a
+    process that is not itself to be pinned (it imports numpy).
+
+    Returns:
+        The targets space-separated, as ``NPY_DISABLE_CPU_FEATURES`` takes them; ``""`` where numpy has none.
+    """
     from numpy._core._multiarray_umath import __cpu_dispatch__
 
     return " ".join(t for t in __cpu_dispatch__ if t == "X86_V4" or t.startswith("AVX512"))
@@ -77,38 +81,72 @@ def _dispatch_targets_elsewhere() -> str:
 
 
 def pin_variables() -> dict[str, str]:
-    """The variables of the pin: :data:`PINNED` and, where numpy has AVX-512 loops, the variable
-    that disables them (``NPY_DISABLE_CPU_FEATURES``). Passed as they are to a Ray cluster's
-    workers, whose processes start with them."""
+    """The variables of the pin: :data:`PINNED` and, where numpy has AVX-512 loops, one that disables them.
+
+    They are passed as they are to a Ray cluster's workers, whose processes start with them.
+
+    Returns:
+        Variable -> value, :data:`PINNED`'s and ``NPY_DISABLE_CPU_FEATURES`` (:func:`avx512_dispatch_targets`)
+        where there are targets to disable.
+    """
     targets = (avx512_dispatch_targets() if "numpy" in sys.modules
                else _dispatch_targets_elsewhere())
     return {**PINNED, **({"NPY_DISABLE_CPU_FEATURES": targets} if targets else {})}
 
 
 def pinned_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default: this process's environment) with the pin of :func:`pin_variables`."""
+    """``base`` with the pin of :func:`pin_variables`.
+
+    Args:
+        base: an environment (default: this process's).
+
+    Returns:
+        A new dict, ``base``'s variables with the pin's set over them.
+    """
     return dict(os.environ if base is None else base) | pin_variables()
 
 
 def native_requested(argv: list[str] | None = None) -> bool:
-    """Whether the opt-out is asked for: :data:`NATIVE_FLAG` in ``argv`` or :data:`NATIVE_VARIABLE`
-    set in the environment."""
+    """Whether the opt-out is asked for.
+
+    Args:
+        argv: the command's arguments.
+
+    Returns:
+        True where :data:`NATIVE_FLAG` is in ``argv`` or :data:`NATIVE_VARIABLE` is set in the environment (to
+        anything but ``""`` or ``0``).
+    """
     return NATIVE_FLAG in (argv or []) or os.environ.get(NATIVE_VARIABLE, "") not in ("", "0")
 
 
 def is_pinned(env: Mapping[str, str] | None = None) -> bool:
-    """Whether ``env`` (default: this process's environment) carries the pin of :data:`PINNED`."""
+    """Whether ``env`` carries the pin of :data:`PINNED`.
+
+    Args:
+        env: an environment (default: this process's).
+
+    Returns:
+        True where every variable of :data:`PINNED` has its pinned value.
+    """
     env = os.environ if env is None else env
     return all(env.get(key) == value for key, value in PINNED.items())
 
 
 def pin_process(argv: list[str] | None = None) -> str:
-    """Pin this process's numerical libraries (:func:`pin_variables` into ``os.environ``) unless the
-    opt-out is asked for (then :data:`NATIVE_VARIABLE` is set, so that the processes this one starts,
-    Ray's workers among them, are native too, and the environment is left as it was given: a pin
-    set there by hand still holds, and the cells say so). Call it before numpy, scipy or torch load: a library
-    already loaded keeps the kernels it chose, so then nothing is set and the process stays native.
-    Returns the mode: ``"pinned"`` or ``"native"``."""
+    """Pin this process's numerical libraries unless the opt-out is asked for.
+
+    The pin is :func:`pin_variables`, set into ``os.environ``. With the opt-out, :data:`NATIVE_VARIABLE` is
+    set, so that the processes this one starts, Ray's workers among them, are native too, and the environment
+    is left as it was given: a pin set there by hand still holds, and the cells say so. Call it before numpy,
+    scipy or torch load: a library already loaded keeps the kernels it chose, so then nothing is set and the
+    process stays native. A host that cannot take the pin (:func:`can_pin`) stays native too.
+
+    Args:
+        argv: the command's arguments, searched for :data:`NATIVE_FLAG`.
+
+    Returns:
+        The mode, ``"pinned"`` or ``"native"``.
+    """
     if native_requested(argv):  # the environment as it was given: the harness sets nothing
         os.environ[NATIVE_VARIABLE] = "1"
         return "pinned" if is_pinned() else "native"
@@ -121,21 +159,39 @@ def pin_process(argv: list[str] | None = None) -> str:
 
 
 def worker_variables() -> dict[str, str]:
-    """The variables that give a Ray worker this process's kernels: the pin's
-    (:func:`pin_variables`) when this process is pinned, else the opt-out."""
+    """The variables that give a Ray worker this process's kernels.
+
+    Returns:
+        The pin's (:func:`pin_variables`) when this process is pinned, else the opt-out
+        (:data:`NATIVE_VARIABLE` set to ``1``).
+    """
     return pin_variables() if is_pinned() else {NATIVE_VARIABLE: "1"}
 
 
 def can_pin() -> bool:
-    """Whether this host can take the pin: an x86-64 CPU with AVX2 and FMA (``x86-64-v3`` or
-    above). Elsewhere (ARM, an older x86-64) the pinned kernels do not exist and cells run native."""
+    """Whether this host can take the pin: an x86-64 CPU with AVX2 and FMA (``x86-64-v3`` or above).
+
+    Elsewhere (ARM, an older x86-64) the pinned kernels do not exist and cells run native.
+
+    Returns:
+        True at ``x86-64-v3`` or ``x86-64-v4`` (:func:`isa_level`).
+    """
     return isa_level() in ("x86-64-v3", "x86-64-v4")
 
 
 def older_host_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``base`` with every library restricted as on an x86-64 CPU with AVX2 and no AVX-512: MKL
-    limited to AVX2 (its own choice within that, not a pin), torch's AVX2 kernels, OpenBLAS's
-    Haswell kernels, numpy without AVX-512."""
+    """``base`` with every library restricted as on an x86-64 CPU with AVX2 and no AVX-512.
+
+    MKL is limited to AVX2 (its own choice within that, not a pin), torch to its AVX2 kernels, OpenBLAS to its
+    Haswell kernels, numpy to its loops without AVX-512.
+
+    Args:
+        base: an environment (default: this process's).
+
+    Returns:
+        A new dict, ``base``'s variables with ``MKL_ENABLE_INSTRUCTIONS``, ``ATEN_CPU_CAPABILITY``,
+        ``OPENBLAS_CORETYPE`` and, where numpy has AVX-512 loops, ``NPY_DISABLE_CPU_FEATURES`` set.
+    """
     env = dict(os.environ if base is None else base)
     env.update({"MKL_ENABLE_INSTRUCTIONS": "AVX2", "ATEN_CPU_CAPABILITY": "avx2",
                 "OPENBLAS_CORETYPE": "Haswell"})
@@ -146,8 +202,12 @@ def older_host_environment(base: Mapping[str, str] | None = None) -> dict[str, s
 
 
 def isa_level() -> str:
-    """The host's x86-64 micro-architecture level from its CPU flags (``x86-64-v4`` with AVX-512,
-    ``-v3`` with AVX2 and FMA, else ``-v2`` or ``-v1``), or the machine's name elsewhere."""
+    """The host's x86-64 micro-architecture level, from its CPU flags.
+
+    Returns:
+        ``x86-64-v4`` with AVX-512, ``x86-64-v3`` with AVX2 and FMA (and BMI2), else ``x86-64-v2`` or
+        ``x86-64-v1``; the machine's name where there are no flags to read (``unknown`` without one).
+    """
     flags: set[str] = set()
     with contextlib.suppress(OSError):
         for line in CPUINFO.read_text().splitlines():
@@ -164,11 +224,14 @@ def isa_level() -> str:
 
 
 def host_record() -> dict[str, str]:
-    """What a cell records of the process that ran it: ``cpu`` (the model), ``isa`` (the host's
-    level, :func:`isa_level`), ``torch_cpu`` (the kernels torch dispatched to: ``AVX2`` when pinned
-    on any Intel x86-64 host with AVX2) and ``kernels`` (``pinned`` or ``native``: pinned when this
-    process's environment carries the pin; :func:`pin_process` sets it only before the libraries
-    load). Imports torch."""
+    """What a cell records of the process that ran it. Imports torch.
+
+    Returns:
+        A dict with ``cpu`` (the model, :func:`cpu_model`), ``isa`` (the host's level, :func:`isa_level`),
+        ``torch_cpu`` (the kernels torch dispatched to, ``AVX2`` when pinned on any Intel x86-64 host with
+        AVX2) and ``kernels`` (``pinned`` or ``native``; pinned when this process's environment carries the
+        pin, which :func:`pin_process` sets only before the libraries load).
+    """
     import torch
 
     return {"cpu": cpu_model(), "isa": isa_level(), "torch_cpu": torch.backends.cpu.get_cpu_capability(),
@@ -182,8 +245,11 @@ MKL_CNR_VENDOR = "GenuineIntel"
 
 
 def cpu_vendor() -> str:
-    """The CPU's vendor string (``vendor_id`` of ``/proc/cpuinfo``: ``GenuineIntel``,
-    ``AuthenticAMD``, ...), or ``""`` where there is none (not Linux, not x86-64)."""
+    """The CPU's vendor string (``vendor_id`` of ``/proc/cpuinfo``).
+
+    Returns:
+        ``GenuineIntel``, ``AuthenticAMD``, ..., or ``""`` where there is none (not Linux, not x86-64).
+    """
     with contextlib.suppress(OSError):
         for line in CPUINFO.read_text().splitlines():
             key, _, value = line.partition(":")
@@ -193,25 +259,45 @@ def cpu_vendor() -> str:
 
 
 def pin_holds(vendor: str | None = None) -> bool:
-    """Whether the pin gives the reference bits on a CPU of ``vendor`` (default: this host's):
-    an Intel CPU. Elsewhere MKL ignores its AVX2 branch (:data:`MKL_CNR_VENDOR`), and the
-    approximate reciprocal instructions its vector math uses round differently, so rows may part
-    from an iteration on; the claims' statistics are what should agree (``analysis.recheck``)."""
+    """Whether the pin gives the reference bits on a CPU of ``vendor``: an Intel CPU.
+
+    Elsewhere MKL ignores its AVX2 branch (:data:`MKL_CNR_VENDOR`), and the approximate reciprocal
+    instructions its vector math uses round differently, so rows may part from an iteration on; the claims'
+    statistics are what should agree (``analysis.recheck``).
+
+    Args:
+        vendor: a vendor string (default: this host's, :func:`cpu_vendor`).
+
+    Returns:
+        True for :data:`MKL_CNR_VENDOR`.
+    """
     return (cpu_vendor() if vendor is None else vendor) == MKL_CNR_VENDOR
 
 
 def other_vendor(vendor: str | None = None) -> str:
-    """``vendor`` (default: this host's) where it names a CPU the pin does not cover (a vendor
-    other than Intel's, :func:`pin_holds`), else ``""`` (an Intel CPU, or no vendor to name): what
-    the commands' warnings say."""
+    """The vendor of a CPU the pin does not cover, for the commands' warnings.
+
+    Args:
+        vendor: a vendor string (default: this host's, :func:`cpu_vendor`).
+
+    Returns:
+        ``vendor`` where it names a CPU the pin does not cover (a vendor other than Intel's,
+        :func:`pin_holds`), else ``""`` (an Intel CPU, or no vendor to name).
+    """
     vendor = cpu_vendor() if vendor is None else vendor
     return vendor if vendor and not pin_holds(vendor) else ""
 
 
 def cpu_model() -> str:
-    """The CPU's model name and its family, model and stepping numbers (``/proc/cpuinfo`` on Linux:
-    a virtual machine often names every CPU "Intel(R) Xeon(R) Processor", and the numbers tell
-    Sapphire Rapids from Cascade Lake), or the platform's processor string."""
+    """The CPU's model name and its family, model and stepping numbers.
+
+    They are read from ``/proc/cpuinfo`` on Linux: a virtual machine often names every CPU "Intel(R) Xeon(R)
+    Processor", and the numbers tell Sapphire Rapids from Cascade Lake.
+
+    Returns:
+        The model name with its numbers in parentheses, e.g. ``NAME (family 6, model 143, stepping 8)``; else
+        the platform's processor string, or ``unknown``.
+    """
     fields: dict[str, str] = {}
     with contextlib.suppress(OSError):  # not Linux: the platform's string below
         for line in CPUINFO.read_text().splitlines():
@@ -227,10 +313,16 @@ def cpu_model() -> str:
 
 
 def host_summary(provenances: list[Mapping]) -> list[str]:
-    """One line per (kernels, torch's CPU kernels, instruction-set level, CPU model) that the cells'
-    provenance records, with its number of cells, most cells first; a line for the cells that
-    recorded none (written before cells recorded their host). For ``harness.status`` and the
-    report's provenance."""
+    """The hosts the cells ran on, for ``harness.status`` and the report's provenance.
+
+    Args:
+        provenances: the cells' provenance records.
+
+    Returns:
+        One line per (kernels, torch's CPU kernels, instruction-set level, CPU model) that the records hold,
+        with its number of cells, most cells first; then a line for the cells that recorded none (written
+        before cells recorded their host), if any.
+    """
     counts: dict[tuple, int] = {}
     unrecorded = 0
     for info in provenances:

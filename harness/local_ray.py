@@ -54,7 +54,12 @@ _watchdog: list = [None]
 
 
 def process_table() -> dict[int, tuple[int, str, str, str]]:
-    """The processes of this host: pid -> (parent pid, start time, state, command name)."""
+    """The processes of this host, read from ``/proc``.
+
+    Returns:
+        pid -> (parent pid, start time in clock ticks since boot as text, state, command name); a process that
+        ended while being read is left out.
+    """
     table = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -86,7 +91,16 @@ def _name(pid: int, fallback: str) -> str:
 
 
 def descendants(roots: int | list[int], table: dict, skip: frozenset[int] = frozenset()) -> list[int]:
-    """The processes below ``roots`` in ``table`` (not below those in ``skip``, nor these)."""
+    """The processes below ``roots`` in ``table``.
+
+    Args:
+        roots: a pid or a list of pids.
+        table: the process table (:func:`process_table`).
+        skip: pids left out, with the processes below them.
+
+    Returns:
+        The descendants' pids, each once, in the order they were found (depth first).
+    """
     children: dict[int, list[int]] = {}
     for pid, (parent, *_) in table.items():
         children.setdefault(parent, []).append(pid)
@@ -109,10 +123,18 @@ def _running(pid: int, start: str) -> bool:
 
 
 def end(processes: dict[int, tuple[str, str]]) -> list[str]:
-    """End the processes ``{pid: (start time, name)}`` that still run as recorded, and those they
-    started since: each is stopped first (SIGSTOP: a raylet does not start a worker meanwhile, which
-    would be nobody's child once it is gone), then killed (SIGKILL: Ray has had its chance to shut
-    down; what is left is an orphan). Returns ``name (pid N)`` of each one it ended."""
+    """End the processes that still run as recorded, and those they started since.
+
+    Each is stopped first (SIGSTOP: a raylet does not start a worker meanwhile, which would be nobody's child
+    once it is gone), then killed (SIGKILL: Ray has had its chance to shut down; what is left is an orphan).
+    It waits up to 2 s for them to go.
+
+    Args:
+        processes: ``{pid: (start time, name)}`` as recorded.
+
+    Returns:
+        ``name (pid N)`` of each process it ended.
+    """
     table = process_table()
     targets = {pid: start for pid, (start, _) in processes.items()
                if pid in table and table[pid][1] == start and table[pid][2] not in ("Z", "X")}
@@ -149,12 +171,21 @@ def _ticks_now() -> int:
 
 
 def raylet_orphans(raylets: dict[int, tuple[int, int]], table: dict) -> dict[int, tuple[str, str]]:
-    """The processes that the raylets ``{pid: (start, end)}`` (clock ticks since boot: when each
-    started, and when it was first seen gone or, if it runs, now) started and that are no longer
-    below them: their environment names the raylet's pid (``RAY_RAYLET_PID``, which a raylet gives
-    its workers and agents) and they started while that raylet ran, which a process of another
-    raylet that reused the pid could not have. Such a process, started just before its raylet
-    died, is reparented before the watchdog has seen it below the driver."""
+    """The processes that dead or running raylets started and that are no longer below them.
+
+    Such a process's environment names the raylet's pid (``RAY_RAYLET_PID``, which a raylet gives its workers
+    and agents) and it started while that raylet ran, which a process of another raylet that reused the pid
+    could not have. Such a process, started just before its raylet died, is reparented before the watchdog has
+    seen it below the driver.
+
+    Args:
+        raylets: ``{pid: (start, end)}`` in clock ticks since boot, when each raylet started, and when it was
+            first seen gone or, if it runs, now.
+        table: the process table (:func:`process_table`).
+
+    Returns:
+        ``{pid: (start time, name)}`` of those processes, as :func:`end` takes them.
+    """
     found = {}
     for pid, (_, start, state, comm) in table.items():
         owners = [raylet for raylet, (began, ended) in raylets.items() if began <= int(start) <= ended]
@@ -170,8 +201,17 @@ def raylet_orphans(raylets: dict[int, tuple[int, int]], table: dict) -> dict[int
 
 
 def watch(record: Path, driver: int, driver_start: str, earlier: frozenset[int] = frozenset()) -> int:
-    """The watchdog's life (see the module's docstring); its stdin is the pipe from the driver,
-    ``earlier`` the driver's processes before it started the watchdog (not the local Ray's)."""
+    """The watchdog's life (see the module's docstring); its stdin is the pipe from the driver.
+
+    Args:
+        record: the watchdog's record file.
+        driver: the driver's pid.
+        driver_start: the driver's start time (``-`` where unknown).
+        earlier: the driver's processes before it started the watchdog (not the local Ray's).
+
+    Returns:
+        The watchdog's exit code, 0.
+    """
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     earlier = earlier | {os.getpid()}
@@ -252,9 +292,17 @@ def _record_of(path: Path) -> tuple[tuple[int, str | None], tuple[int, str | Non
 
 
 def reap_orphans(directory: Path = RECORDS) -> list[str]:
-    """End the processes recorded by watchdogs whose driver and watchdog are both gone, still running
-    as recorded; print (and return) one line per record that had any. A record that cannot be read
-    is removed only when the driver its name gives is gone, and nothing in it is ended."""
+    """End the processes of the records whose driver and watchdog are both gone, still running as recorded.
+
+    A record that cannot be read is removed only when the driver its name gives is gone, and nothing in it is
+    ended. Each line is printed on stderr too.
+
+    Args:
+        directory: the folder of the watchdogs' records.
+
+    Returns:
+        One line per record that had processes to end, naming them.
+    """
     lines = []
     for path in sorted(directory.glob("driver-*.json")):
         record = _record_of(path)
@@ -290,13 +338,21 @@ def _core_processes() -> list[tuple[str, subprocess.Popen]]:
 
 
 def has_local_ray() -> bool:
-    """Whether this process started a local Ray that is up (its GCS server and raylet known)."""
+    """Whether this process started a local Ray that is up (its GCS server and raylet known).
+
+    Returns:
+        True where Ray's record of this process's GCS server or raylet is found.
+    """
     return bool(_core_processes())
 
 
 def lost() -> str | None:
-    """Why the local Ray of this process is gone (its GCS server or raylet has ended), or None while
-    both run or where this process started no local Ray."""
+    """Why the local Ray of this process is gone (its GCS server or raylet has ended).
+
+    Returns:
+        The reason in a few words (which process ended, and its exit code or signal), or None while both run
+        or where this process started no local Ray.
+    """
     for label, process in _core_processes():
         code = process.poll()
         if code is not None:

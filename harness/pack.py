@@ -67,7 +67,21 @@ def _cells(folder: Path) -> list[tuple[Path, dict]]:
 
 
 def pack(folder: Path) -> list[Path]:
-    """Pack ``folder``'s cell files (see the module docstring); returns the packs written."""
+    """Pack ``folder``'s cell files (see the module docstring).
+
+    Every cell is read back from its pack before any cell file is removed; the folder's digests are recorded
+    last.
+
+    Args:
+        folder: a finished, unpacked local results folder.
+
+    Returns:
+        The packs written, one per (problem, algorithm, kind of cell).
+
+    Raises:
+        UsageError: a folder with a running or unfinished grid, packed already, without cell files, or a cell
+            that does not read back from its pack (the cell files are kept).
+    """
     if (folder / PROGRESS).exists() or (folder / CHECKPOINT_DIR).exists():
         raise UsageError(f"{folder} has a running or unfinished grid ({PROGRESS} or {CHECKPOINT_DIR}/): "
                          "finish it first")
@@ -116,12 +130,32 @@ def _pack_table(members: list[tuple[Path, dict]], kind: str) -> pa.Table:
 
 
 def packed_columns(path: Path) -> list[str]:
-    """The columns a cell file holds (an older schema's fewer)."""
+    """The columns a cell file holds (an older schema's fewer).
+
+    Args:
+        path: the cell file.
+
+    Returns:
+        The column names, in the file's order.
+    """
     return pq.read_schema(path).names
 
 
 def unpack(folder: Path) -> int:
-    """Unpack ``folder``'s packs (see the module docstring); returns the number of cells written."""
+    """Unpack ``folder``'s packs (see the module docstring).
+
+    The packs and their digests are removed once every cell is written and reads back.
+
+    Args:
+        folder: a packed local results folder.
+
+    Returns:
+        The number of cells written.
+
+    Raises:
+        UsageError: a folder without packs, a cell whose rows do not match their checksum, or one that does
+            not read back (the packs are kept).
+    """
     found = packs(folder)
     if not found:
         raise UsageError(f"{folder} holds no packs ({packed.PACK_SUFFIX})")
@@ -144,8 +178,18 @@ def unpack(folder: Path) -> int:
 
 
 def record_digests(folder: Path) -> list[Path]:
-    """Record the digests of a packed ``folder``'s packs (see the module docstring), after every
-    cell reads back against its checksum; returns the packs."""
+    """Record the digests of a packed ``folder``'s packs (see the module docstring), after every cell reads
+    back against its checksum.
+
+    Args:
+        folder: a packed local results folder.
+
+    Returns:
+        The packs.
+
+    Raises:
+        UsageError: a folder without packs, or a damaged cell.
+    """
     found = packs(folder)
     if not found:
         raise UsageError(f"{folder} holds no packs ({packed.PACK_SUFFIX})")
@@ -156,6 +200,11 @@ def record_digests(folder: Path) -> list[Path]:
 
 
 def build_parser() -> Parser:
+    """The command line of ``python -m harness.pack``.
+
+    Returns:
+        The parser of ``FOLDER``, and ``--unpack`` or ``--digests``.
+    """
     parser = Parser(prog=PROG, description="Pack a finished results folder into one Parquet file per "
                     "problem, algorithm and kind of cell, or unpack it.",
                     epilog="Exit codes: 0 done; 2 bad input or a folder that cannot be (un)packed.")
@@ -169,6 +218,15 @@ def build_parser() -> Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m harness.pack``: pack a folder, or unpack it, or record its digests.
+
+    Args:
+        argv: the command's arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code, 0 done, :data:`harness.cli.EXIT_USAGE` for bad input or a folder that cannot be
+        (un)packed.
+    """
     try:
         args = build_parser().parse_args(argv)
         folder = _folder(args.folder)

@@ -47,20 +47,48 @@ class PackedCell(PosixPath):
     index: int
 
     def is_file(self) -> bool:  # type: ignore[override]
+        """Whether the cell is there: its pack is a file.
+
+        Returns:
+            True where ``pack`` is a file.
+        """
         return self.pack.is_file()
 
 
 def pack_name(algorithm: str, kind: str) -> str:
-    """The file name of the pack of ``algorithm``'s cells of ``kind`` (in its problem's folder)."""
+    """The file name of the pack of ``algorithm``'s cells of ``kind`` (in its problem's folder).
+
+    Args:
+        algorithm: the cells' algorithm.
+        kind: the cells' kind, ``"bo"`` or another (``"timing"``).
+
+    Returns:
+        ``ALGORITHM`` plus :data:`PACK_SUFFIX`, with ``.KIND`` before the suffix for a kind other than ``bo``.
+    """
     return f"{algorithm}{'' if kind == 'bo' else '.' + kind}{PACK_SUFFIX}"
 
 
 def is_pack(path: PosixPath) -> bool:
+    """Whether ``path`` names a pack.
+
+    Args:
+        path: a path.
+
+    Returns:
+        True where its name ends in :data:`PACK_SUFFIX`.
+    """
     return path.name.endswith(PACK_SUFFIX)
 
 
 def file_digest(path: PosixPath) -> str:
-    """The SHA-256 of a file's bytes, hex."""
+    """The SHA-256 of a file's bytes.
+
+    Args:
+        path: the file.
+
+    Returns:
+        The digest in hex.
+    """
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -127,15 +155,35 @@ def _entries(metadata: dict, path: str) -> tuple[dict, ...]:
 
 
 def load(pack: PosixPath) -> tuple[pa.Table, tuple[dict, ...], tuple[int, ...]]:
-    """A pack's rows (without metadata), its cells' entries (``hash``, ``seed``, ``rows``,
-    ``columns``, ``meta``) and where each cell's rows start; ``ValueError`` for a file that is not
-    a readable pack."""
+    """A pack's rows, its cells' entries and where each cell's rows start.
+
+    Args:
+        pack: the pack file.
+
+    Returns:
+        (rows, entries, starts), where ``rows`` is the pack's table without metadata, ``entries`` has one dict
+        per cell (``hash``, ``seed``, ``rows``, ``columns``, ``meta``) and ``starts`` is the index of each
+        cell's first row, in the entries' order.
+
+    Raises:
+        ValueError: a file that is not a readable pack.
+    """
     stat = pack.stat()
     return _load(str(pack), stat.st_mtime_ns, stat.st_size)
 
 
 def cells_of(pack: PosixPath) -> list[PackedCell]:
-    """The cells of a pack, as :class:`PackedCell` paths beside it."""
+    """The cells of a pack, as :class:`PackedCell` paths beside it.
+
+    Args:
+        pack: the pack file.
+
+    Returns:
+        One :class:`PackedCell` per cell, in the pack's order, at ``PROBLEM/ALGORITHM/seedN-HASH.parquet``.
+
+    Raises:
+        ValueError: a file that is not a readable pack.
+    """
     _, entries, _ = load(pack)
     algorithm = pack.name.removesuffix(PACK_SUFFIX).split(".")[0]
     out = []
@@ -147,7 +195,15 @@ def cells_of(pack: PosixPath) -> list[PackedCell]:
 
 
 def cell_schema(cell: PackedCell) -> pa.Schema:
-    """The schema the cell's own file had: its columns, with its ``varbo`` metadata."""
+    """The schema the cell's own file had: its columns, with its ``varbo`` metadata.
+
+    Args:
+        cell: the packed cell.
+
+    Returns:
+        The schema, its fields the pack's fields of the cell's columns, its metadata
+        ``{b"varbo": the cell's metadata as JSON}``.
+    """
     table, entries, _ = load(cell.pack)
     entry = entries[cell.index]
     fields = [table.schema.field(name) for name in entry["columns"]]
@@ -155,7 +211,15 @@ def cell_schema(cell: PackedCell) -> pa.Schema:
 
 
 def cell_table(cell: PackedCell, schema: pa.Schema) -> pa.Table:
-    """The cell's rows in ``schema`` (whose columns the pack holds)."""
+    """The cell's rows in ``schema`` (whose columns the pack holds).
+
+    Args:
+        cell: the packed cell.
+        schema: the schema wanted (:func:`cell_schema`, or one without metadata).
+
+    Returns:
+        A table with one row per stored iteration of the cell, the columns of ``schema``, cast to it.
+    """
     table, entries, starts = load(cell.pack)
     rows = table.slice(starts[cell.index], entries[cell.index]["rows"])
     return rows.select(schema.names).cast(schema)

@@ -9,8 +9,16 @@ from pathlib import Path
 
 
 def process_start(pid: int) -> str | None:
-    """When process ``pid`` started (clock ticks since boot, Linux ``/proc``), or None where that
-    cannot be read: with the pid it names one process, not whichever later reuses the number."""
+    """When process ``pid`` started, from Linux's ``/proc``.
+
+    With the pid it names one process, not whichever later reuses the number.
+
+    Args:
+        pid: the process's id.
+
+    Returns:
+        The start time in clock ticks since boot, as text, or None where that cannot be read.
+    """
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         return stat.rsplit(")", 1)[1].split()[19]  # field 22; the command name may hold spaces
@@ -19,9 +27,18 @@ def process_start(pid: int) -> str | None:
 
 
 def process_alive(pid: int, started: str | None) -> bool:
-    """Whether process ``pid`` of this host still runs: its pid answers (another user's process
-    answers with PermissionError: alive) and, where ``started`` was recorded, it started then (a
-    reused pid is another process)."""
+    """Whether process ``pid`` of this host still runs.
+
+    Its pid must answer (another user's process answers with PermissionError: alive) and, where ``started``
+    was recorded, it must have started then (a reused pid is another process).
+
+    Args:
+        pid: the process's id.
+        started: its recorded start time (:func:`process_start`), or None.
+
+    Returns:
+        True for a running process (also where its start time cannot be read now).
+    """
     try:
         os.kill(pid, 0)
     except PermissionError:

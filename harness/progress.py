@@ -8,8 +8,14 @@ from harness.spec import CellSpec
 
 
 def format_eta(seconds: float) -> str:
-    """A remaining time with its units (``2 h 05 min``, ``7 min 30 s``, ``45 s``): a bare ``7:30``
-    could be read as hours or minutes."""
+    """A remaining time with its units: a bare ``7:30`` could be read as hours or minutes.
+
+    Args:
+        seconds: the remaining time.
+
+    Returns:
+        ``2 h 05 min``, ``7 min 30 s`` or ``45 s``; ``?`` for NaN or infinity.
+    """
     if seconds != seconds or seconds == float("inf"):
         return "?"
     minutes, secs = divmod(int(seconds), 60)
@@ -73,7 +79,15 @@ class Eta:
             self.estimated += cost
 
     def seconds(self, now: float, cpus: int) -> float:
-        """Estimated wall seconds until every cell has finished, on ``cpus`` CPUs."""
+        """Estimated wall seconds until every cell has finished, on ``cpus`` CPUs (the class docstring).
+
+        Args:
+            now: the clock's time now.
+            cpus: the CPUs the cells share.
+
+        Returns:
+            The seconds, 0 where no cell is left.
+        """
         if not self.left:
             return 0.0
         measured, estimated = self.measured, self.estimated
@@ -94,7 +108,17 @@ class Eta:
 
 
 def progress_text(spec: CellSpec, iteration: int | None, iterations: int) -> str:
-    """``PROBLEM/ALGORITHM/seed0 it 10/100`` (``it ?/100`` before its first report): short,
-    for the progress line (``harness.status`` gives each cell's full label, options included)."""
+    """The progress of a running cell: short, for the progress line.
+
+    ``harness.status`` gives each cell's full label, options included.
+
+    Args:
+        spec: the cell.
+        iteration: its last finished iteration, None before its first report.
+        iterations: its iterations.
+
+    Returns:
+        ``PROBLEM/ALGORITHM/seed0 it 10/100``, or ``it ?/100`` before its first report.
+    """
     done = "?" if iteration is None else iteration
     return f"{spec.problem}/{spec.algorithm}/seed{spec.seed} it {done}/{iterations}"

@@ -25,9 +25,15 @@ RAY_MESSAGE_CHARS = 200
 def condense_ray_message(text: str) -> str:
     """The first sentence of a message Ray's raylet pushed to the driver, on one line.
 
-    After a worker or node death the raylet sends the driver messages of up to 50 lines (the last
-    lines of its log, its ``[state-dump]``); the grid already names the cell it retries and why, so
-    one sentence is kept. ``text`` without a sentence end is cut at :data:`RAY_MESSAGE_CHARS`.
+    After a worker or node death the raylet sends the driver messages of up to 50 lines (the last lines of its
+    log, its ``[state-dump]``); the grid already names the cell it retries and why, so one sentence is kept.
+
+    Args:
+        text: the message, colour codes and all.
+
+    Returns:
+        The first line's first sentences up to at least 40 characters, without colour codes; cut at
+        :data:`RAY_MESSAGE_CHARS` (ending in ``...``) where longer.
     """
     text = re.sub(r"\x1b\[[0-9;]*m", "", text).strip()  # colour codes, if Ray added any
     first = text.splitlines()[0].strip() if text else ""

@@ -170,16 +170,20 @@ def run_cells(cells: list[CellSpec], out: Path, costs: list[float] | None = None
     Args:
         cells: the cells to run (already filtered: none is finished or unavailable).
         out: results folder.
-        costs: estimated seconds per cell (same order); the most expensive are submitted first and
-            the ETA uses them. Default: all equal.
-        max_in_flight: tasks submitted at once (default: twice the cluster's CPUs, counted anew at
-            every turn of the loop).
-        cell_fn: the cell function (tests substitute one; it must be importable by the workers and
-            take run_cell's ``checkpoint`` and ``on_checkpoint`` arguments).
+        costs: estimated seconds per cell (same order); the most expensive are submitted first and the ETA
+            uses them. Default: all equal.
+        max_in_flight: tasks submitted at once (default: twice the cluster's CPUs, counted anew at every turn
+            of the loop).
+        cell_fn: the cell function (tests substitute one; it must be importable by the workers and take
+            run_cell's ``checkpoint`` and ``on_checkpoint`` arguments).
         progress: show a tqdm bar on stderr.
-        checkpoints: keep checkpoints of running cells in ``out/_checkpoints`` (an actor on this
-            node writes them), so that a cell whose worker or node dies, or a cell of a killed
-            driver's grid, resumes from its last checkpoint instead of from the start.
+        checkpoints: keep checkpoints of running cells in ``out/_checkpoints`` (an actor on this node writes
+            them), so that a cell whose worker or node dies, or a cell of a killed driver's grid, resumes from
+            its last checkpoint instead of from the start.
+
+    Returns:
+        What the run did (:class:`Outcome`), the cells written, failed, left unrun or stopped, the retries,
+        interruptions and times.
     """
     return _GridRun(cells, out, costs, max_in_flight, cell_fn, progress, checkpoints).run()
 

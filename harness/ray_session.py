@@ -92,13 +92,21 @@ _started: list = [None]
 
 
 def start_ray(address: str | None, num_cpus: int | None) -> float:
-    """Join the cluster at ``address``, or start a local Ray with ``num_cpus`` CPUs (default: all);
-    returns the seconds it took. Quiet: no dashboard, no worker output copied to the terminal.
+    """Join the cluster at ``address``, or start a local Ray with ``num_cpus`` CPUs.
 
-    A Ctrl-C or SIGTERM meanwhile is held until Ray is up, then raised (:mod:`harness.interrupts`):
-    an interrupt inside ``ray.init`` can leave the driver's half-connected core aborting with a C++
-    trace. A local Ray is watched (:mod:`harness.local_ray`): the processes that earlier drivers
-    killed with SIGKILL left running are ended first, and this one's go with this driver."""
+    It is quiet: no dashboard, no worker output copied to the terminal. A Ctrl-C or SIGTERM meanwhile is held
+    until Ray is up, then raised (:mod:`harness.interrupts`): an interrupt inside ``ray.init`` can leave the
+    driver's half-connected core aborting with a C++ trace. A local Ray is watched (:mod:`harness.local_ray`):
+    the processes that earlier drivers killed with SIGKILL left running are ended first, and this one's go
+    with this driver.
+
+    Args:
+        address: the cluster's address, or None for a local Ray.
+        num_cpus: the local Ray's CPUs (default: all).
+
+    Returns:
+        The seconds it took; 0 where Ray was initialised already.
+    """
     start = time.perf_counter()
     condense_ray_messages()
     RayMessages.silent = False
@@ -165,8 +173,19 @@ def check_alive() -> None:
 
 
 def get(ref: ray.ObjectRef, what: str, patience_s: float = ANSWER_S) -> object:
-    """``ray.get(ref)`` in slices of :data:`WAIT_SLICE_S`, checking between them that the local Ray
-    runs; :class:`RayLostError` after ``patience_s`` without an answer."""
+    """``ray.get(ref)`` in slices of :data:`WAIT_SLICE_S`, checking between them that the local Ray runs.
+
+    Args:
+        ref: the object to wait for.
+        what: what it is the answer to, named in the error.
+        patience_s: how long to wait.
+
+    Returns:
+        The object's value.
+
+    Raises:
+        RayLostError: the local Ray is gone, or no answer came in ``patience_s``.
+    """
     deadline = time.monotonic() + patience_s
     while True:
         check_alive()
@@ -223,12 +242,21 @@ def _stop_at_once(code: int, held: interrupts.deferred) -> None:
 
 
 def stop_ray(code: int = 0, lost: bool = False) -> int:
-    """Shut down the Ray that :func:`start_ray` started or joined (a Ray started otherwise is its
-    starter's), within :data:`STOP_S` (then its processes are ended, and this process exits with
-    ``code``); a local Ray's processes are all gone when it returns. Ctrl-C and SIGTERM are held
-    meanwhile: returns ``code``, or, when one came and the run was not interrupted already, its exit
-    code (after the "interrupted" line). With ``lost``, the Ray is gone: nothing is asked of it, and
-    this process then exits at once (``os._exit``: Ray's exit handlers would wait on the dead Ray)."""
+    """Shut down the Ray that :func:`start_ray` started or joined (a Ray started otherwise is its starter's).
+
+    It is shut down within :data:`STOP_S` (then its processes are ended, and this process exits with
+    ``code``); a local Ray's processes are all gone when it returns. Ctrl-C and SIGTERM are held meanwhile.
+    With ``lost``, the Ray is gone: nothing is asked of it, and this process then exits at once (``os._exit``:
+    Ray's exit handlers would wait on the dead Ray).
+
+    Args:
+        code: the command's exit code so far.
+        lost: whether the Ray is gone already.
+
+    Returns:
+        ``code``, or, when a signal came meanwhile and the run was not interrupted already, its exit code
+        (after the "interrupted" line). With ``lost`` (and a Ray to stop) it does not return.
+    """
     started, _started[0] = _started[0], None
     if started is None:
         return code

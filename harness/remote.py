@@ -45,21 +45,48 @@ SELF_RETRYING = (*S3_SCHEMES, "gs", "gcs")
 
 
 def scheme(out: str | PurePath) -> str:
-    """The URI scheme of ``out`` (``s3``), or ``""`` for a local path."""
+    """The URI scheme of ``out``.
+
+    Args:
+        out: a URI or a local path.
+
+    Returns:
+        The scheme in lower case (``s3``), or ``""`` for a local path.
+    """
     text = str(out)
     return text.split("://", 1)[0].lower() if "://" in text else ""
 
 
 def retries_itself(out: str | PurePath) -> bool:
-    """Whether the client of ``out``'s store retries a transient error by itself (S3, GCS), so that
-    a write it gave up on is not worth retrying again here."""
+    """Whether the client of ``out``'s store retries a transient error by itself (S3, GCS).
+
+    A write it gave up on is then not worth retrying again here.
+
+    Args:
+        out: a URI or a local path.
+
+    Returns:
+        True for a scheme of :data:`SELF_RETRYING`.
+    """
     return scheme(out) in SELF_RETRYING
 
 
 def storage_options(out: str) -> dict:
-    """The storage options of the store at URI ``out``: for S3, botocore's ``config_kwargs`` with
-    the defaults of the module's docstring for what the user left unset; none for other stores.
-    ``ValueError`` if a timeout variable is not a positive number."""
+    """The storage options of the store at URI ``out``.
+
+    For S3 they are botocore's ``config_kwargs`` with the defaults of the module's docstring for what the user
+    left unset; other stores get none.
+
+    Args:
+        out: the store's URI.
+
+    Returns:
+        ``{"config_kwargs": {...}}`` for S3 (timeouts, retries where unset, fsspec's own configuration over
+        them), ``{}`` for another store.
+
+    Raises:
+        ValueError: a timeout variable that is not a positive number.
+    """
     if scheme(out) not in S3_SCHEMES:
         return {}
     config: dict = {"connect_timeout": _seconds(CONNECT_VARIABLE, CONNECT_TIMEOUT_S),

@@ -121,9 +121,21 @@ Location = PurePath
 
 
 def location(out: str | PurePath) -> Location:
-    """``out`` as a path object: a local ``Path``, or a ``UPath`` for a URI with a scheme
-    (``file://`` URIs become plain paths, so that local writes keep their atomic rename), opened with
-    :func:`harness.remote.storage_options` (an S3 client's retries and timeouts)."""
+    """``out`` as a path object.
+
+    A URI with a scheme is opened with :func:`harness.remote.storage_options` (an S3 client's retries and
+    timeouts); ``file://`` URIs become plain paths, so that local writes keep their atomic rename.
+
+    Args:
+        out: a local path or a URI, as text, or a path object (returned as it is).
+
+    Returns:
+        A local ``Path``, or a ``UPath`` for a URI with a scheme.
+
+    Raises:
+        ValueError: a URI that cannot be opened (a bad timeout variable, or the remote stores' packages
+            missing).
+    """
     if not isinstance(out, str):
         return out
     if "://" not in out:
@@ -143,21 +155,52 @@ def location(out: str | PurePath) -> Location:
 
 
 def is_local(path: PurePath) -> bool:
+    """Whether ``path`` is a local path, by its class: one of ``pathlib``'s, not a ``UPath``.
+
+    Args:
+        path: a location.
+
+    Returns:
+        True for a path of ``pathlib``'s own classes; False for a ``UPath``, and for a path class defined
+        elsewhere (a :class:`harness.packed.PackedCell`).
+    """
     return isinstance(path, Path) and type(path).__module__.startswith("pathlib")
 
 
 def spec_hash(spec: CellSpec) -> str:
-    """First 12 hex digits of the SHA-256 of the spec's canonical JSON."""
+    """The hash that names a cell's file.
+
+    Args:
+        spec: the cell.
+
+    Returns:
+        The first 12 hex digits of the SHA-256 of the spec's canonical JSON.
+    """
     return hashlib.sha256(spec.to_json().encode()).hexdigest()[:12]
 
 
 def cell_path(out: Location | str, spec: CellSpec) -> Location:
-    """Where the cell's file lives under ``out``."""
+    """Where the cell's file lives under ``out``.
+
+    Args:
+        out: the results folder.
+        spec: the cell.
+
+    Returns:
+        ``out/PROBLEM/ALGORITHM/seedN-HASH.parquet`` (:func:`spec_hash`).
+    """
     return location(out) / spec.problem / spec.algorithm / f"seed{spec.seed}-{spec_hash(spec)}.parquet"
 
 
 def table_checksum(table: pa.Table) -> str:
-    """SHA-256 of a table's values, row by row as JSON (exact for floats: ``repr`` round-trips)."""
+    """SHA-256 of a table's values, row by row as JSON (exact for floats: ``repr`` round-trips).
+
+    Args:
+        table: the table; its schema's metadata is left out.
+
+    Returns:
+        The digest in hex.
+    """
     text = json.dumps(table.replace_schema_metadata(None).to_pylist(), default=repr, allow_nan=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -192,7 +235,14 @@ def _read_table(path: Location, schema: pa.Schema = ROW_SCHEMA) -> pa.Table:
 
 
 def read_metadata(path: Location) -> dict:
-    """The ``varbo`` metadata of a cell file."""
+    """The ``varbo`` metadata of a cell file.
+
+    Args:
+        path: the cell file.
+
+    Returns:
+        The metadata, parsed from JSON.
+    """
     return json.loads(_read_schema(path).metadata[b"varbo"])
 
 
@@ -207,7 +257,15 @@ CHECKPOINT_DIR = "_checkpoints"
 
 
 def failure_path(out: Location | str, spec: CellSpec) -> Location:
-    """Where the failure record of a cell lives (a '_'-prefixed folder: readers skip it)."""
+    """Where the failure record of a cell lives (a '_'-prefixed folder: readers skip it).
+
+    Args:
+        out: the results folder.
+        spec: the cell.
+
+    Returns:
+        ``out/_failed/PROBLEM/ALGORITHM/seedN-HASH.json``.
+    """
     name = f"seed{spec.seed}-{spec_hash(spec)}.json"
     return location(out) / FAILED_DIR / spec.problem / spec.algorithm / name
 
@@ -228,7 +286,17 @@ def _json_file(path: Location) -> object:
 
 
 def read_failure(path: Path) -> dict:
-    """A failure record written by :func:`write_failure`; :class:`DamagedFileError` if it is not one."""
+    """A failure record written by :func:`harness.store.write_failure`.
+
+    Args:
+        path: the record's file.
+
+    Returns:
+        The record, with at least its ``spec`` (a complete cell spec as a dict).
+
+    Raises:
+        DamagedFileError: a file that is not a failure record.
+    """
     record = _json_file(path)
     if not isinstance(record, dict) or not isinstance(record.get("spec"), dict):
         raise DamagedFileError(f"{path} is damaged: not a failure record (no cell spec)")
@@ -240,8 +308,17 @@ def read_failure(path: Path) -> dict:
 
 
 def read_manifest(out: Location | str) -> tuple[str, list[CellSpec]] | None:
-    """The grid name and cells recorded by :func:`write_manifest`, or None; :class:`DamagedFileError`
-    if the file is there but is not a manifest."""
+    """The grid name and cells recorded by :func:`harness.store.write_manifest`.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        (grid name, cells), or None where ``out`` has no manifest.
+
+    Raises:
+        DamagedFileError: a file that is there but is not a manifest.
+    """
     path = location(out) / MANIFEST
     if not path.is_file():
         return None
@@ -259,14 +336,32 @@ def read_manifest(out: Location | str) -> tuple[str, list[CellSpec]] | None:
 
 
 def is_visible(path: Path, out: Location | str) -> bool:
+    """Whether ``path`` is a file readers see: no part of it under ``out`` starts with ``.`` or ``_``.
+
+    Args:
+        path: a path under ``out``.
+        out: the results folder.
+
+    Returns:
+        True for a visible path.
+    """
     return not any(part.startswith((".", "_")) for part in path.relative_to(out).parts)
 
 
 def visible_files(out: Location, suffix: str) -> list[Location]:
-    """The visible files under ``out`` (:func:`is_visible`) whose names end in ``suffix``. A local
-    folder is walked with ``os.walk``, pruned at hidden folders: a folder that a running grid removes
-    meanwhile (a finished cell's checkpoints) is skipped, where ``Path.rglob`` raises
-    ``FileNotFoundError`` (``harness.status`` beside a run could fail so)."""
+    """The visible files under ``out`` (:func:`is_visible`) whose names end in ``suffix``.
+
+    A local folder is walked with ``os.walk``, pruned at hidden folders: a folder that a running grid removes
+    meanwhile (a finished cell's checkpoints) is skipped, where ``Path.rglob`` raises ``FileNotFoundError``
+    (``harness.status`` beside a run could fail so).
+
+    Args:
+        out: the results folder.
+        suffix: the names' ending, e.g. ``.parquet``.
+
+    Returns:
+        The files' paths, in the walk's order (unsorted).
+    """
     if not is_local(out):
         return [p for p in out.rglob(f"*{suffix}") if is_visible(p, out)]
     found: list[Location] = []
@@ -278,20 +373,34 @@ def visible_files(out: Location, suffix: str) -> list[Location]:
 
 
 def spec_from_dict(data: dict) -> CellSpec:
-    """The :class:`CellSpec` of a stored spec (a file's metadata, a manifest, a failure record)."""
+    """The :class:`CellSpec` of a stored spec (a file's metadata, a manifest, a failure record).
+
+    Args:
+        data: the spec as stored (:meth:`CellSpec.to_dict`); ``kind``, ``gp``, ``risk`` and ``n_init`` may be
+            missing (older files).
+
+    Returns:
+        The spec, the missing fields at their defaults.
+    """
     return CellSpec(data["problem"], data["algorithm"], data["seed"], data["iterations"],
                     data["alpha"], tuple((k, v) for k, v in data["options"]), data.get("kind", "bo"),
                     data.get("gp", DEFAULT_GP), data.get("risk", DEFAULT_RISK), data.get("n_init"))
 
 
 def check_cell_file(path: Location) -> str | None:
-    """Why ``path`` is not a finished cell file written by this store, or None if it is.
+    """Why ``path`` is not a finished cell file written by this store, if it is not.
 
     The file must be Parquet with exactly the columns and types of its kind's schema
-    (:data:`READABLE_SCHEMAS`), carry the ``varbo`` metadata, its recorded spec must hash to the hash
-    in its name (so a file copied or renamed onto another cell's name is refused too), and its data
-    must read whole and match the row count and checksum recorded when it was written (files written
-    before those were recorded: must read whole). A few milliseconds per cell file.
+    (:data:`READABLE_SCHEMAS`), carry the ``varbo`` metadata, its recorded spec must hash to the hash in its
+    name (so a file copied or renamed onto another cell's name is refused too), and its data must read whole
+    and match the row count and checksum recorded when it was written (files written before those were
+    recorded: must read whole). A few milliseconds per cell file.
+
+    Args:
+        path: the file (or a packed cell).
+
+    Returns:
+        The reason in one line, or None for a cell file.
     """
     return _check(path)[0]
 
@@ -363,7 +472,14 @@ def _cell_paths(out: Location, bad: list[tuple[Location, str]]) -> list[Location
 
 
 def packs(out: Location | str) -> list[Location]:
-    """The pack files under ``out`` (:mod:`harness.packed`); empty for a folder of cell files."""
+    """The pack files under ``out`` (:mod:`harness.packed`).
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        The packs, sorted; empty for a folder of cell files, a remote one, or none.
+    """
     out = location(out)
     if not is_local(out) or not out.is_dir():
         return []
@@ -371,15 +487,32 @@ def packs(out: Location | str) -> list[Location]:
 
 
 def cell_files(out: Location | str) -> tuple[list[tuple[Location, dict]], list[tuple[Location, str]]]:
-    """In one pass: every finished cell file under ``out`` with its ``varbo`` metadata (the files of
-    :func:`result_files`), and every refused ``*.parquet`` file with the reason (:func:`invalid_files`)."""
+    """Every finished cell file under ``out`` and every refused one, in one pass.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        (good, bad), where ``good`` pairs each finished cell file with its ``varbo`` metadata (the files of
+        :func:`result_files`), and ``bad`` each refused ``*.parquet`` file with the reason
+        (:func:`invalid_files`), both sorted by path.
+    """
     return _scan(out)
 
 
 def read_cell(path: Location) -> tuple[dict, pa.Table]:
-    """One cell file: its ``varbo`` metadata and its rows, with its kind's schema (a BO file of an
-    older schema with the columns it lacks null); :class:`DamagedFileError` with the reason if
-    :func:`check_cell_file` refuses it."""
+    """One cell file: its ``varbo`` metadata and its rows.
+
+    Args:
+        path: the cell file (or a packed cell).
+
+    Returns:
+        (metadata, rows), the rows a table with one row per stored iteration in its kind's schema (a BO file
+        of an older schema with the columns it lacks null), without metadata.
+
+    Raises:
+        DamagedFileError: with the reason, where :func:`check_cell_file` refuses the file.
+    """
     reason, meta = _check(path)
     if reason is not None:
         raise DamagedFileError(f"{path} cannot be read as a cell file: {reason}")
@@ -388,18 +521,33 @@ def read_cell(path: Location) -> tuple[dict, pa.Table]:
 
 
 def file_label(path: Location) -> str:
-    """A file as a person finds it on disk: a packed cell (:class:`harness.packed.PackedCell`) by its
-    pack and its place there, any other file by its path."""
+    """A file as a person finds it on disk.
+
+    Args:
+        path: a file or a packed cell.
+
+    Returns:
+        A packed cell (:class:`harness.packed.PackedCell`) by its pack and its place there, any other file by
+        its path.
+    """
     if isinstance(path, packed.PackedCell):
         return f"{path.pack} (its cell {path.parent.name}/{path.name})"
     return str(path)
 
 
 def is_damage(reason: str) -> bool:
-    """Whether a refusal's ``reason`` (:func:`check_cell_file`) says the bytes are not those written
-    (a torn or flipped file, a pack that does not read), rather than a file that is no cell of
-    this harness (other columns, a spec that is not its name's): readers refuse the first kind and
-    pass over the second with a warning."""
+    """Whether a refusal's ``reason`` (:func:`check_cell_file`) says the bytes are not those written.
+
+    Damage is a torn or flipped file, or a pack that does not read, rather than a file that is no cell of this
+    harness (other columns, a spec that is not its name's): readers refuse the first kind and pass over the
+    second with a warning.
+
+    Args:
+        reason: the refusal's reason.
+
+    Returns:
+        True for damage.
+    """
     return reason.startswith(("damaged data", "not a readable"))
 
 
@@ -414,9 +562,17 @@ def refuse_damage(bad: list[tuple[Location, str]]) -> None:
 
 
 def damaged(bad: list[tuple[Location, str]]) -> DamagedFileError:
-    """The error that refuses a folder with damaged files (``bad``: :func:`invalid_files`' pairs,
-    not empty): the first named with its reason, how many more, and the remedy (a pack is
-    read-only, so it is restored from its publication; a cell file is recomputed by a grid run)."""
+    """The error that refuses a folder with damaged files.
+
+    It names the first file with its reason, how many more, and the remedy (a pack is read-only, so it is
+    restored from its publication; a cell file is recomputed by a grid run).
+
+    Args:
+        bad: :func:`invalid_files`' pairs, not empty.
+
+    Returns:
+        The :class:`DamagedFileError`, to be raised.
+    """
     path, reason = bad[0]
     more = f" (and {len(bad) - 1} more damaged files)" if len(bad) > 1 else ""
     in_pack = isinstance(path, packed.PackedCell) or packed.is_pack(path)
@@ -426,37 +582,68 @@ def damaged(bad: list[tuple[Location, str]]) -> DamagedFileError:
 
 
 def result_files(out: Location | str) -> list[Location]:
-    """Every finished cell file under ``out`` (skipping '.'- and '_'-prefixed names and any file
-    that :func:`check_cell_file` refuses), sorted."""
+    """Every finished cell file under ``out``.
+
+    Files with '.'- and '_'-prefixed names are skipped, and any that :func:`check_cell_file` refuses.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        The files (packed cells as :class:`harness.packed.PackedCell`), sorted by path.
+    """
     return [path for path, _ in _scan(out)[0]]
 
 
 def invalid_files(out: Location | str) -> list[tuple[Location, str]]:
-    """The visible ``*.parquet`` files under ``out`` that are not cell files, with the reason:
-    corrupted, foreign, or renamed. They are never read as results; a grid run recomputes a cell
-    whose file is one of them (the new file replaces it)."""
+    """The visible ``*.parquet`` files under ``out`` that are not cell files: corrupted, foreign, or renamed.
+
+    They are never read as results; a grid run recomputes a cell whose file is one of them (the new file
+    replaces it).
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        (file, reason) of each, sorted by path.
+    """
     return _scan(out)[1]
 
 
 def failure_files(out: Location | str) -> list[Location]:
-    """Every failure record under ``out``."""
+    """Every failure record under ``out``.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        The records' files, sorted; empty without a ``_failed`` folder.
+    """
     folder = location(out) / FAILED_DIR
     return sorted(folder.rglob("*.json")) if folder.is_dir() else []
 
 
 def read_results(out: Location | str) -> pd.DataFrame:
-    """Every finished cell under ``out`` as one DataFrame: the columns of :data:`ROW_SCHEMA` plus
-    ``spec_hash`` (the file's, which tells apart cells that differ in iterations, alpha or options),
-    ``iterations`` (the cell's planned count), ``options`` (canonical JSON of its options), ``gp``
-    (its GP profile) and ``risk`` (the risk measure it optimizes, ``var`` or ``cvar``). Files of the
-    older schema read with null ``gp_*`` columns.
+    """Every finished cell under ``out`` as one DataFrame.
 
-    Files are read one by one with the fixed schema and concatenated, so no type merging or
-    partition inference happens (pandas 3 / pyarrow 26 safe). An empty folder gives an empty frame
-    with these columns. Damaged files (:func:`is_damage`) are refused:
-    :class:`DamagedFileError` names the first (a pack by its file) and says how to repair it, as a
-    folder read with a file left out would give other statistics without a word; files that are
-    no cells of this harness (:func:`invalid_files`) are skipped with a warning that names them.
+    Files are read one by one with the fixed schema and concatenated, so no type merging or partition
+    inference happens (pandas 3 / pyarrow 26 safe). Files of the older schema read with null ``gp_*`` columns.
+    Damaged files (:func:`is_damage`) are refused, as a folder read with a file left out would give other
+    statistics without a word; files that are no cells of this harness (:func:`invalid_files`) are skipped
+    with a warning that names them. Timing cells are not read (:func:`read_timings`).
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        A frame with one row per stored iteration of a BO cell, the columns of :data:`ROW_SCHEMA` plus
+        ``spec_hash`` (the file's, which tells apart cells that differ in iterations, alpha or options),
+        ``iterations`` (the cell's planned count), ``options`` (canonical JSON of its options), ``gp`` (its GP
+        profile) and ``risk`` (the risk measure it optimizes, one of :data:`problems.measures.RISKS`). An
+        empty folder gives an empty frame with these columns.
+
+    Raises:
+        DamagedFileError: naming the first damaged file (a pack by its file) and how to repair it.
     """
     out = location(out)
     tables = []
@@ -488,10 +675,21 @@ def read_results(out: Location | str) -> pd.DataFrame:
 
 
 def read_timings(out: Location | str) -> pd.DataFrame:
-    """Every finished timing cell under ``out`` as one DataFrame: the columns of
-    :data:`TIMING_SCHEMA` plus ``spec_hash`` and ``options`` (canonical JSON of the algorithm
-    options, the state options ``n_obs``, ``n_z`` and ``repeats`` left out). Files that are not cell
-    files are refused or skipped, as by :func:`read_results`; BO cells are not read."""
+    """Every finished timing cell under ``out`` as one DataFrame.
+
+    Files that are not cell files are refused or skipped, as by :func:`read_results`; BO cells are not read.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        A frame with one row per timed call, the columns of :data:`TIMING_SCHEMA` plus ``spec_hash`` and
+        ``options`` (canonical JSON of the algorithm options, the state options ``n_obs``, ``n_z`` and
+        ``repeats`` left out); empty, with these columns, without timing cells.
+
+    Raises:
+        DamagedFileError: naming the first damaged file and how to repair it.
+    """
     tables = []
     good, bad = _scan(location(out))
     refuse_damage(bad)
@@ -518,9 +716,16 @@ def read_timings(out: Location | str) -> pd.DataFrame:
 
 
 def read_progress(out: Location | str) -> dict | None:
-    """The running cells' progress as the grid's driver last wrote it (``{"updated": epoch seconds,
-    "host": ..., "pid": ..., "running": [{"cell", "iteration", "iterations", "seconds"}]}``), or
-    None when no grid is writing into ``out`` (or the file cannot be read: it is advisory)."""
+    """The running cells' progress as the grid's driver last wrote it.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        A dict with ``updated`` (epoch seconds), ``host``, ``pid`` and ``running`` (one dict per running cell,
+        with ``cell``, ``iteration``, ``iterations`` and ``seconds``), or None when no grid is writing into
+        ``out`` (or the file cannot be read: it is advisory).
+    """
     try:
         data = json.loads((location(out) / PROGRESS).read_text())
     except (OSError, ValueError):

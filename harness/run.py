@@ -134,6 +134,11 @@ def add_cell_arguments(container: argparse._ActionsContainer) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m harness.run`` for one cell (its own ``--help`` is :func:`help_text`).
+
+    Returns:
+        The parser of the cell's arguments, without ``-h``.
+    """
     parser = Parser(prog=PROG, description="Run a VaR BO cell.", add_help=False)
     add_cell_arguments(parser)
     return parser
@@ -145,14 +150,22 @@ def _section(title: str) -> tuple[Parser, argparse._ArgumentGroup]:
 
 
 def cell_section() -> Parser:
-    """The section of ``--help`` for one cell (also the documentation's CLI reference)."""
+    """The section of ``--help`` for one cell (also the documentation's CLI reference).
+
+    Returns:
+        A parser holding the cell's arguments in one group.
+    """
     parser, group = _section("one cell (--problem, --algorithm), without Ray")
     add_cell_arguments(group)
     return parser
 
 
 def grid_section() -> Parser:
-    """The section of ``--help`` for a grid (also the documentation's CLI reference)."""
+    """The section of ``--help`` for a grid (also the documentation's CLI reference).
+
+    Returns:
+        A parser holding ``--grid`` and the grid options in one group.
+    """
     from harness.grid_args import add_grid_options, grid_help  # no Ray
 
     parser, group = _section("a grid (--grid), on Ray")
@@ -162,7 +175,11 @@ def grid_section() -> Parser:
 
 
 def info_section() -> Parser:
-    """The section of ``--help`` for the information options (also the documentation's CLI reference)."""
+    """The section of ``--help`` for the information options (also the documentation's CLI reference).
+
+    Returns:
+        A parser holding ``--list``, ``--describe`` and ``--help`` in one group.
+    """
     from harness.grid_args import LIST_HELP
 
     parser, group = _section("information (runs nothing)")
@@ -173,8 +190,12 @@ def info_section() -> Parser:
 
 
 def help_text() -> str:
-    """``--help``: the overview, then the options of one cell, of a grid, and the information
-    options, each with its help, then the exit codes."""
+    """The text of ``--help``.
+
+    Returns:
+        The overview, then the options of one cell, of a grid, and the information options, each with its
+        help, then the exit codes.
+    """
     sections = (cell_section(), grid_section(), info_section())
     return "\n".join([OVERVIEW, *(p.format_help() for p in sections), EPILOG])
 
@@ -195,7 +216,20 @@ def _describe(argv: list[str]) -> int:
 
 
 def validate(args: argparse.Namespace) -> CellSpec:
-    """The cell spec of the parsed arguments, or :class:`UsageError` with the reason."""
+    """The cell spec of the parsed arguments, checked before any compute.
+
+    The problem and the algorithm are built (the algorithm's options checked as it declares them, then by its
+    constructor).
+
+    Args:
+        args: the parsed arguments of one cell.
+
+    Returns:
+        The cell's spec.
+
+    Raises:
+        UsageError: with the reason, for a name, a value or an option that is not valid.
+    """
     try:  # a registry name, or an import path to the user's own (imported here)
         build_problem(args.problem, with_optimum=False)
         factory = algorithm_factory(args.algorithm)
@@ -236,6 +270,18 @@ def _has(argv: list[str], *options: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m harness.run``: one cell, a grid, or an information option.
+
+    A grid is :func:`harness.grid_cli.main`'s. One cell runs in this process and is written under ``--out``; a
+    line says how it ended.
+
+    Args:
+        argv: the command's arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code, 0 done, :data:`harness.cli.EXIT_CELL_FAILED` for a cell that failed,
+        :data:`harness.cli.EXIT_USAGE` for bad input; a grid's as :func:`harness.grid_cli.main` gives it.
+    """
     argv = sys.argv[1:] if argv is None else argv
     if _has(argv, "-h", "--help") and not _has(argv, "--grid"):  # --grid X --help: the grid's help
         print(help_text(), end="")

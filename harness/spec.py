@@ -49,9 +49,15 @@ class CellSpec:
     n_init: int | None = None
 
     def to_dict(self) -> dict:
-        """The spec as plain data; ``kind`` only when it is not ``"bo"``, ``gp`` and ``risk`` only
-        when they are not the defaults, so that cells keep the identity (and hash) they had before
-        timing cells, GP profiles, risk measures and initial designs of a spec's own existed."""
+        """The spec as plain data.
+
+        ``kind`` is left out when it is ``"bo"``, ``gp``, ``risk`` and ``n_init`` when they are the defaults,
+        so that cells keep the identity (and hash) they had before timing cells, GP profiles, risk measures
+        and initial designs of a spec's own existed.
+
+        Returns:
+            The fields by name, ``options`` as a list of (name, value) pairs, without those left out.
+        """
         data = asdict(self)
         if self.kind == "bo":
             del data["kind"]
@@ -64,13 +70,38 @@ class CellSpec:
         return data
 
     def to_json(self) -> str:
-        """Canonical JSON: equal specs give equal strings (the cell's identity in the store)."""
+        """Canonical JSON: equal specs give equal strings (the cell's identity in the store).
+
+        Returns:
+            The JSON of :meth:`to_dict`, keys sorted, without spaces.
+        """
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @staticmethod
     def make(problem: str, algorithm: str, seed: int, iterations: int | None = None,
              alpha: float | None = None, options: dict | None = None, kind: str = "bo",
              gp: str = DEFAULT_GP, risk: str = DEFAULT_RISK, n_init: int | None = None) -> CellSpec:
+        """A checked spec, its options sorted by name.
+
+        Args:
+            problem: the problem's name or import path.
+            algorithm: the algorithm's name or import path.
+            seed: the seed.
+            iterations: the BO iterations (None: the problem's own).
+            alpha: the risk level (None: the problem's own).
+            options: the algorithm's options.
+            kind: the cell's kind, one of :data:`CELL_KINDS`.
+            gp: the GP profile.
+            risk: the risk measure, one of :data:`problems.measures.RISKS`.
+            n_init: the initial design's size (None: the problem's own).
+
+        Returns:
+            The spec.
+
+        Raises:
+            ValueError: an unknown kind, risk measure or GP profile, or an ``n_init`` that is not a positive
+                integer.
+        """
         if kind not in CELL_KINDS:
             raise ValueError(f"unknown cell kind {kind!r}; valid: {', '.join(CELL_KINDS)}")
         if risk not in RISKS:

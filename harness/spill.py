@@ -51,24 +51,51 @@ SPILL_VARIABLE = "VARBO_SPILL_DIR"
 
 
 def spill_folder(out: Location | str) -> Path:
-    """Where cells of the results folder ``out`` are kept when it refuses them: one folder per
-    results folder, named by a digest of its location."""
+    """Where cells of the results folder ``out`` are kept when it refuses them.
+
+    There is one folder per results folder, named by a digest of its location, under :data:`SPILL_VARIABLE` or
+    the user's cache folder.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        The folder's path (which may not exist yet).
+    """
     root = os.environ.get(SPILL_VARIABLE) or platformdirs.user_cache_path("varbo-bench") / "unsaved"
     digest = hashlib.sha256(str(location(out)).encode()).hexdigest()[:16]
     return Path(root) / digest
 
 
 def write_attempts(out: Location | str) -> int:
-    """How many times :func:`write_with_retries` writes a cell into ``out``: :data:`WRITE_ATTEMPTS`,
-    or once on an object store whose client retries by itself (:func:`harness.remote.retries_itself`:
-    it spent its own budget, with its backoff, on every request; a loop here would multiply it)."""
+    """How many times :func:`write_with_retries` writes a cell into ``out``.
+
+    An object store whose client retries by itself (:func:`harness.remote.retries_itself`) has spent its own
+    budget, with its backoff, on every request; a loop here would multiply it.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        :data:`WRITE_ATTEMPTS`, or 1 on such a store.
+    """
     return 1 if retries_itself(out) else WRITE_ATTEMPTS
 
 
 def write_with_retries(write: Callable[[], Location], sleep: Callable[[float], None] = time.sleep,
                        attempts: int = WRITE_ATTEMPTS) -> Location:
-    """``write()`` up to ``attempts`` times (:func:`write_attempts`), pausing :data:`PAUSES_S` between;
-    the last attempt's error is raised, and a full disk's at once (:func:`harness.store.disk_full`)."""
+    """``write()`` up to ``attempts`` times (:func:`write_attempts`), pausing :data:`PAUSES_S` between.
+
+    The last attempt's error is raised, and a full disk's at once (:func:`harness.store.disk_full`).
+
+    Args:
+        write: the write, returning the path written.
+        sleep: the pause (tests pass their own).
+        attempts: the attempts in all.
+
+    Returns:
+        What the first successful ``write()`` returns.
+    """
     for attempt in range(attempts):
         try:
             return write()
@@ -80,14 +107,33 @@ def write_with_retries(write: Callable[[], Location], sleep: Callable[[float], N
 
 
 def keep(out: Location | str, spec: CellSpec, write: Callable[[Location], Location]) -> Path:
-    """Write a refused cell's file with ``write(folder)`` into :func:`spill_folder` of ``out``;
-    returns its path (raises what the cache folder raises)."""
+    """Write a refused cell's file with ``write(folder)`` into :func:`spill_folder` of ``out``.
+
+    It raises what the cache folder raises.
+
+    Args:
+        out: the results folder that refused the cell.
+        spec: the cell.
+        write: writes the cell's file under the folder it is given, and returns its path.
+
+    Returns:
+        The kept file's path.
+    """
     return Path(str(write(spill_folder(out))))
 
 
 def same_disk(out: Location | str) -> bool:
-    """Whether :func:`spill_folder` of ``out`` is on the file system of ``out`` (each judged by its
-    nearest existing folder); a results folder on an object store shares no disk with this machine."""
+    """Whether :func:`spill_folder` of ``out`` is on the file system of ``out``.
+
+    Each is judged by its nearest existing folder.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        True where both are on one device; False for a results folder on an object store, which shares no disk
+        with this machine.
+    """
     out = location(out)
     if not is_local(out):
         return False
@@ -102,10 +148,21 @@ def same_disk(out: Location | str) -> bool:
 
 
 def recover(out: Location | str) -> list[CellSpec]:
-    """Write every cell kept for ``out`` into it (each read back and checked whole first), remove
-    it from the keep, and return their specs. A kept file that does not read whole is left where it
-    is (named by ``harness.status`` as any damaged file would be); a cell that ``out`` already holds
-    whole is dropped from the keep."""
+    """Write every cell kept for ``out`` into it, and remove it from the keep.
+
+    Each is read back and checked whole first. A kept file that does not read whole is left where it is (named
+    by ``harness.status`` as any damaged file would be); a cell that ``out`` already holds whole is dropped
+    from the keep.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        The specs of the cells written into ``out``.
+
+    Raises:
+        OSError: a cell written into ``out`` that does not read back whole, or a write that fails.
+    """
     folder = spill_folder(out)
     if not folder.is_dir():
         return []

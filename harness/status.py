@@ -60,8 +60,15 @@ def _manifest(out: Path) -> tuple[str, list] | None:
 
 
 def expected_cells(out: Path, grid: str | None = None) -> list[CellSpec]:
-    """The cells ``out`` should hold: ``grid``'s, else those of the last grid run into it (none when
-    no grid was)."""
+    """The cells ``out`` should hold.
+
+    Args:
+        out: the results folder.
+        grid: a grid's name or file (``--grid``), or None.
+
+    Returns:
+        ``grid``'s cells, else those of the last grid run into ``out`` (its manifest; none when no grid was).
+    """
     if grid is not None:
         return list(resolve_grid(grid).cells)
     manifest = _manifest(out)
@@ -70,9 +77,20 @@ def expected_cells(out: Path, grid: str | None = None) -> list[CellSpec]:
 
 def status_table(out: Path, grid: str | None = None,
                  states: dict[CellSpec, str] | None = None) -> list[dict]:
-    """One dict per (problem, algorithm, risk, alpha): counts of done, missing, failed, not available
-    and other (cells in ``out`` outside the grid; their risk measure and alpha are not read: "?").
-    ``states``: the expected cells' states when already read (:func:`harness.grid_cli.classify`)."""
+    """The counts of the cells' states per (problem, algorithm, risk, alpha).
+
+    Cells in ``out`` outside the grid count as ``other``; their risk measure and alpha are not read (``?``).
+
+    Args:
+        out: the results folder.
+        grid: a grid's name or file (``--grid``), or None for the last grid run into ``out``.
+        states: the expected cells' states when already read (:func:`harness.grid_cli.classify`).
+
+    Returns:
+        One dict per (problem, algorithm, risk, alpha), in the order first met, with those keys (``alpha`` as
+        text, ``default`` for the problem's own) and the counts ``done``, ``missing``, ``failed``,
+        ``not available`` and ``other``.
+    """
     if states is None:
         states = classify(expected_cells(out, grid), out)
     specs = list(states)
@@ -115,9 +133,16 @@ def _driver_state(progress: dict, age: float) -> str:
 
 
 def running_lines(out: Path, now: float | None = None) -> list[str]:
-    """The running cells of the grid writing into ``out`` (``_progress.json``), one line each, under
-    a line saying whether its driver runs and how old the record is; empty when no grid is writing
-    there."""
+    """The running cells of the grid writing into ``out`` (``_progress.json``), one line each.
+
+    Args:
+        out: the results folder.
+        now: the time now in epoch seconds (default: the clock's).
+
+    Returns:
+        A line saying whether the grid's driver runs and how old the record is, then one line per running cell
+        with its iterations (and seconds); empty when no grid is writing there.
+    """
     progress = read_progress(out)
     if progress is None:
         return []
@@ -135,9 +160,19 @@ def running_lines(out: Path, now: float | None = None) -> list[str]:
 
 
 def remaining_line(out: Path, states: dict[CellSpec, str], grid: str) -> str:
-    """What the missing cells among ``states`` (grid ``grid``'s cells and their states) will cost,
-    as ``harness.run --dry-run`` estimates it: the seconds per iteration measured on ``out``'s
-    finished cells where there are some, else the cost model's."""
+    """What the missing cells will cost, as ``harness.run --dry-run`` estimates it.
+
+    The estimate takes the seconds per iteration measured on ``out``'s finished cells where there are some,
+    else the cost model's.
+
+    Args:
+        out: the results folder.
+        states: grid ``grid``'s cells and their states.
+        grid: the grid's name, for the dry-run command the line gives.
+
+    Returns:
+        The line, with the number of missing cells and their CPU time.
+    """
     missing = [spec for spec, state in states.items() if state == "missing"]
     rates = measured_rates(out)
     seconds = sum(estimate_seconds(spec, rates) for spec in missing)
@@ -147,14 +182,26 @@ def remaining_line(out: Path, states: dict[CellSpec, str], grid: str) -> str:
 
 
 def resumed_cells(good: list[tuple]) -> list[str]:
-    """The labels of the done cells (``(path, metadata)`` pairs) that were resumed from a checkpoint,
-    in label order: a publication that wants none, or lists them, reads them here."""
+    """The labels of the done cells that were resumed from a checkpoint.
+
+    A publication that wants none, or lists them, reads them here.
+
+    Args:
+        good: the done cells as ``(path, metadata)`` pairs (:func:`harness.results.cell_files`).
+
+    Returns:
+        Their labels (:func:`harness.grid_cells.cell_label`), in label order.
+    """
     return sorted(cell_label(spec_from_dict(meta["spec"])) for _, meta in good
                   if (meta.get("provenance") or {}).get("resumed_at") is not None)
 
 
 def build_parser() -> Parser:
-    """The command line of ``python -m harness.status`` (also the documentation's CLI reference)."""
+    """The command line of ``python -m harness.status`` (also the documentation's CLI reference).
+
+    Returns:
+        The parser of ``out``, ``--grid`` and ``--failures``.
+    """
     parser = Parser(prog="python -m harness.status", description=__doc__.splitlines()[0])
     parser.add_argument("out", help="a results folder or URI (s3://, gs://, file://)")
     parser.add_argument("--grid", default=None, help="count against this grid instead of DIR/_grid.json")
@@ -163,6 +210,15 @@ def build_parser() -> Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m harness.status`` (module docstring): print the state of a results folder's cells.
+
+    Args:
+        argv: the command's arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code, 0 read, :data:`EXIT_DAMAGED` where a file is damaged, :data:`harness.cli.EXIT_USAGE`
+        for bad input.
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

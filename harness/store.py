@@ -58,7 +58,16 @@ _hook_room = [int(os.environ[FULL_DISK_HOOK])] if os.environ.get(FULL_DISK_HOOK,
 
 def disk_full(error: BaseException | None) -> bool:
     """Whether ``error``, or an error it was raised from, says the store has no room left
-    (:data:`DISK_FULL_ERRNOS`): no retry helps, and nothing else written there will be taken."""
+    (:data:`DISK_FULL_ERRNOS`).
+
+    Then no retry helps, and nothing else written there will be taken.
+
+    Args:
+        error: the error, or None.
+
+    Returns:
+        True where an ``OSError`` of the chain (its first ten links) has an errno of :data:`DISK_FULL_ERRNOS`.
+    """
     seen = 0
     while error is not None and seen < 10:  # a chain is short; a cycle must not loop
         if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
@@ -94,13 +103,16 @@ def _emulate_full_disk(path: Path) -> None:
 
 
 def installed_distributions() -> list[str]:
-    """Every distribution installed in this environment as ``name==version`` lines, sorted by
-    normalized name, this project itself left out (it is the code, recorded by its commit). The
-    lines of a pip constraints file: ``pip install -c FILE -e .`` rebuilds the environment.
+    """Every distribution installed in this environment, as the lines of a pip constraints file.
 
-    The distributions Ray vendors (``ray/thirdparty_files``, on ``sys.path`` in its workers and once
-    Ray is started) are left out too: they come with Ray's pinned version, and counting them made a
-    worker's list two longer than its driver's, so the digest a cell recorded was not its pins'."""
+    The project itself is left out (it is the code, recorded by its commit): ``pip install -c FILE -e .``
+    rebuilds the environment. The distributions Ray vendors (``ray/thirdparty_files``, on ``sys.path`` in its
+    workers and once Ray is started) are left out too: they come with Ray's pinned version, and counting them
+    made a worker's list two longer than its driver's, so the digest a cell recorded was not its pins'.
+
+    Returns:
+        ``name==version`` lines, the names normalized, sorted by name.
+    """
     pins: dict[str, str] = {}
     for dist in importlib_metadata.distributions():
         name = dist.metadata["Name"]
@@ -113,17 +125,31 @@ def installed_distributions() -> list[str]:
 
 
 def environment_digest(lines: list[str] | None = None) -> str:
-    """A short SHA-256 of :func:`installed_distributions` (or of ``lines``): two cells with one
-    digest ran under the same versions of everything installed."""
+    """A short SHA-256 of :func:`installed_distributions` (or of ``lines``).
+
+    Two cells with one digest ran under the same versions of everything installed.
+
+    Args:
+        lines: the lines to digest (default: :func:`installed_distributions`).
+
+    Returns:
+        The first 16 hex digits of the SHA-256 of the lines joined by newlines.
+    """
     text = "\n".join(installed_distributions() if lines is None else lines)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def provenance() -> dict:
-    """Package versions, the digest of every installed distribution's version
-    (:func:`environment_digest`) and the git commit of this checkout (None outside a git checkout).
-    The grid adds, per cell, the host that ran it, its CPU and kernels
-    (:func:`harness.kernels.host_record`) and whether it resumed from a checkpoint."""
+    """What a cell records of the code and environment that ran it.
+
+    The grid adds, per cell, the host that ran it, its CPU and kernels (:func:`harness.kernels.host_record`)
+    and whether it resumed from a checkpoint.
+
+    Returns:
+        A dict with ``python``, ``platform``, ``packages`` (the main packages' versions, None where not
+        installed), ``environment`` (:func:`environment_digest`) and ``git_commit`` (None outside a git
+        checkout).
+    """
     versions = {}
     for package in ("torch", "botorch", "gpytorch", "numpy", "scipy", "pyarrow", "pandas", "ray"):
         try:
@@ -141,8 +167,19 @@ def provenance() -> dict:
 
 
 def to_table(result: CellResult, extra_metadata: dict | None = None) -> pa.Table:
-    """The cell's rows as a table of its kind's schema (:data:`SCHEMAS`), metadata in the schema's
-    key ``varbo``."""
+    """The cell's rows as a table of its kind's schema, its metadata in the schema's key ``varbo``.
+
+    The schema is :data:`harness.results.SCHEMAS`'s.
+
+    Args:
+        result: the cell's rows and metadata.
+        extra_metadata: metadata added to the cell's own (its provenance).
+
+    Returns:
+        A table with one row per row of ``result``; its ``varbo`` metadata is the cell's and
+        ``extra_metadata``, with the row count ``rows`` and the ``checksum`` of the data
+        (:func:`harness.results.table_checksum`).
+    """
     schema = SCHEMAS[result.metadata.get("kind", "bo")]
     columns = {name: [row.get(name) for row in result.rows] for name in schema.names}
     table = pa.table(columns, schema=schema)
@@ -222,10 +259,19 @@ def write_compact(table: pa.Table, path: Location, level: int) -> None:
 
 def write_cell(out: Location | str, spec: CellSpec, result: CellResult,
                provenance_info: dict | None = None) -> Location:
-    """Write one finished cell under ``out``; returns its path. ``provenance_info`` defaults to
-    :func:`provenance` with this host, its CPU and kernels (:func:`harness.kernels.host_record`) and
-    ``resumed_at`` None, a whole run in this process (a grid computes the shared part once and adds
-    each cell's host, CPU, kernels and resume point)."""
+    """Write one finished cell under ``out``, atomically.
+
+    Args:
+        out: the results folder.
+        spec: the cell.
+        result: its rows and metadata.
+        provenance_info: the cell's provenance; default :func:`provenance` with this host, its CPU and kernels
+            (:func:`harness.kernels.host_record`) and ``resumed_at`` None, a whole run in this process (a grid
+            computes the shared part once and adds each cell's host, CPU, kernels and resume point).
+
+    Returns:
+        The cell file's path (:func:`harness.results.cell_path`).
+    """
     path = cell_path(out, spec)
     info = (provenance() | {"host": socket.gethostname(), "resumed_at": None} | host_record()
             if provenance_info is None else provenance_info)
@@ -234,7 +280,15 @@ def write_cell(out: Location | str, spec: CellSpec, result: CellResult,
 
 
 def checkpoint_path(out: Location | str, spec: CellSpec) -> Location:
-    """Where the last checkpoint of an unfinished cell lives (removed once the cell is written)."""
+    """Where the last checkpoint of an unfinished cell lives (removed once the cell is written).
+
+    Args:
+        out: the results folder.
+        spec: the cell.
+
+    Returns:
+        ``out/_checkpoints/PROBLEM/ALGORITHM/seedN-HASH.ckpt``.
+    """
     name = f"seed{spec.seed}-{spec_hash(spec)}.ckpt"
     return location(out) / CHECKPOINT_DIR / spec.problem / spec.algorithm / name
 
@@ -245,7 +299,15 @@ def write_checkpoint(out: Location | str, spec: CellSpec, data: bytes) -> None:
 
 
 def read_checkpoint(out: Location | str, spec: CellSpec) -> bytes | None:
-    """A cell's last checkpoint, or None."""
+    """A cell's last checkpoint.
+
+    Args:
+        out: the results folder.
+        spec: the cell.
+
+    Returns:
+        The checkpoint's bytes, or None where there is none.
+    """
     path = checkpoint_path(out, spec)
     try:
         return path.read_bytes()
@@ -254,8 +316,17 @@ def read_checkpoint(out: Location | str, spec: CellSpec) -> bytes | None:
 
 
 def set_aside_checkpoint(out: Location | str, spec: CellSpec) -> Location:
-    """Rename a cell's checkpoint that cannot be used to ``<name>.damaged`` (kept for a look, never
-    read again); returns the new path."""
+    """Rename a cell's checkpoint that cannot be used to ``<name>.damaged``, kept for a look.
+
+    It is never read again; an object store has no rename, so there it is copied and removed.
+
+    Args:
+        out: the results folder.
+        spec: the cell.
+
+    Returns:
+        The new path.
+    """
     path = checkpoint_path(out, spec)
     target = path.with_name(path.name + ".damaged")
     if is_local(path):
@@ -283,7 +354,18 @@ def _write_text_atomic(text: str, path: Location) -> None:
 
 def write_failure(out: Location | str, spec: CellSpec, message: str, traceback_text: str,
                   extra: dict) -> Location:
-    """Record that a cell raised: its spec, the one-line message and the full traceback."""
+    """Record that a cell raised: its spec, the one-line message and the full traceback.
+
+    Args:
+        out: the results folder.
+        spec: the cell.
+        message: the error's one-line message.
+        traceback_text: the full traceback.
+        extra: more fields of the record.
+
+    Returns:
+        The record's path (:func:`harness.results.failure_path`).
+    """
     path = failure_path(out, spec)
     record = {"spec": json.loads(spec.to_json()), "spec_hash": spec_hash(spec), "message": message,
               "traceback": traceback_text, **extra}
@@ -312,7 +394,16 @@ def write_manifest(out: Location | str, grid_name: str, specs: list[CellSpec], s
 
 
 def remove_stale_temporaries(out: Location | str) -> int:
-    """Delete '.'-prefixed ``*.tmp`` files left by a killed writer (its pid no longer runs)."""
+    """Delete '.'-prefixed ``*.tmp`` files left by a killed writer (its pid no longer runs).
+
+    Object stores get no temporaries: nothing is done there.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        The number of files deleted.
+    """
     removed = 0
     out = location(out)
     if not is_local(out) or not out.is_dir():

@@ -126,8 +126,12 @@ class Claim:
 
     @property
     def headline(self) -> str:
-        """The statistic its verdict is read on: ``queries`` and ``time`` for those comparisons,
-        the final log10 regret otherwise."""
+        """The statistic its verdict is read on.
+
+        Returns:
+            ``queries`` and ``time`` for a claim whose comparisons are all of those kinds, else ``final`` (the
+            final log10 regret).
+        """
         kinds = {c.kind for c in self.comparisons}
         if kinds == {"same_queries"}:
             return "queries"
@@ -205,7 +209,17 @@ class Study:
     problem_options: dict[str, dict[str, dict]] = field(default_factory=dict)
 
     def claim(self, claim_id: str) -> Claim:
-        """The claim called ``claim_id``; one-line ``KeyError`` otherwise."""
+        """The claim called ``claim_id``.
+
+        Args:
+            claim_id: the claim's id.
+
+        Returns:
+            The claim.
+
+        Raises:
+            KeyError: one line naming the study's claims, where it has no such claim.
+        """
         for claim in self.claims:
             if claim.id == claim_id:
                 return claim
@@ -218,14 +232,29 @@ NO_STUDY = Study("none", description="no study: every series, no claims")
 
 
 def installed_studies() -> dict[str, str]:
-    """The installed studies' names and import paths (the ``varbo.studies`` entry points)."""
+    """The installed studies' names and import paths (the ``varbo.studies`` entry points).
+
+    Returns:
+        Entry point name -> its import path ``MODULE:ATTR``.
+    """
     return {ep.name: ep.value for ep in metadata.entry_points(group=ENTRY_POINTS)}
 
 
 def load_study(name: str, check: bool = True) -> Study:
-    """The study ``name``: an installed study's name, an import path ``MODULE:ATTR`` to a
-    :class:`Study`, or a TOML file (:func:`study_from_toml`); with ``check``, every name it uses
-    checked (:func:`check_study`). One-line ``ValueError`` otherwise."""
+    """The study ``name``.
+
+    Args:
+        name: an installed study's name, an import path ``MODULE:ATTR`` to a :class:`Study`, or a TOML file
+            (:func:`study_from_toml`).
+        check: whether every name it uses is checked (:func:`check_study`).
+
+    Returns:
+        The study.
+
+    Raises:
+        ValueError: one line, for an unknown name, an import path that does not import or is no
+            :class:`Study`, a bad TOML file, or a name it uses that does not exist.
+    """
     installed = installed_studies()
     path = installed.get(name, name)
     if path.endswith(".toml") or Path(path).is_file():
@@ -246,7 +275,9 @@ _STUDY_KEYS = {"name", "description", "baseline", "grids", "claims", "figures", 
 
 
 def study_from_toml(path: Path, check: bool = True) -> Study:
-    """A study written as a TOML file::
+    """A study written as a TOML file.
+
+    The file reads::
 
         name = "mine"
         description = "my method against ALGORITHM"
@@ -277,10 +308,21 @@ def study_from_toml(path: Path, check: bool = True) -> Study:
         target = "var"
         series = ["ALGORITHM", "my_package.algo:Mine"]
 
-    ``kind`` is one of :data:`KINDS`; a comparison's optional ``target`` names the risk measure whose
-    regret it compares (``var`` by default); ``problems`` may be empty for ``cheaper`` (every problem where
-    ``b`` ran), whose ``a`` may be a list. Grids are kept as their tables and built by the grid
-    parser (:func:`harness.grid.parse_grid`) when run. One-line ``ValueError`` for anything wrong.
+    ``kind`` is one of :data:`KINDS`; a comparison's optional ``target`` names the risk measure whose regret
+    it compares (``var`` by default); ``problems`` may be empty for ``cheaper`` (every problem where ``b``
+    ran), whose ``a`` may be a list. Grids are kept as their tables and built by the grid parser
+    (:func:`harness.grid.parse_grid`) when run.
+
+    Args:
+        path: the TOML file.
+        check: whether every name it uses is checked (:func:`check_study`).
+
+    Returns:
+        The study, named after the file's stem unless it names itself.
+
+    Raises:
+        ValueError: one line, for anything wrong (a file that cannot be read or is not TOML, an unknown key, a
+            bad value, a name that does not exist).
     """
     try:
         data = tomllib.loads(path.read_text())
@@ -384,8 +426,19 @@ def _figure(data: object, i: int) -> Figure:
 
 
 def check_study(study: Study, where: str | None = None) -> Study:
-    """``study`` if every problem and algorithm it names exists (registered, or an import path),
-    every figure shows a known risk measure and fits its panels; one-line ``ValueError`` otherwise."""
+    """``study``, checked: every problem and algorithm it names exists (registered, or an import path), and
+    every figure shows a known risk measure and fits its panels.
+
+    Args:
+        study: the study.
+        where: how the errors name it (default: its name).
+
+    Returns:
+        ``study`` itself.
+
+    Raises:
+        ValueError: one line, for the first name or figure that is wrong.
+    """
     where = where or study.name
     for claim in study.claims:
         for c in claim.comparisons:
@@ -426,7 +479,14 @@ def _known(name: str, registry: dict, what: str, where: str) -> None:
 
 
 def study_of_grid(grid: str) -> Study | None:
-    """The installed study that declares a grid named ``grid`` (the first, by name; checked), or None."""
+    """The installed study that declares a grid named ``grid`` (the first, by name; checked).
+
+    Args:
+        grid: the grid's name.
+
+    Returns:
+        The study, or None where no installed study declares it.
+    """
     for name in sorted(installed_studies()):
         if grid in load_study(name, check=False).grids:
             return load_study(name)

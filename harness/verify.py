@@ -88,6 +88,11 @@ class Cell:
 
     @property
     def label(self) -> str:
+        """The cell's label, as ``--cell`` matches it.
+
+        Returns:
+            :func:`harness.grid_cells.cell_label` of its spec.
+        """
         return cell_label(self.spec)
 
 
@@ -117,8 +122,18 @@ class Difference:
 
 
 def folder_cells(folder: Location) -> list[Cell]:
-    """Every cell file of ``folder``, sorted by label; :class:`UsageError` if it is not a folder or
-    holds none, :class:`DamagedFileError` if a ``*.parquet`` file in it is not a readable cell file."""
+    """Every cell file of ``folder``.
+
+    Args:
+        folder: the results folder.
+
+    Returns:
+        One :class:`Cell` per cell file, sorted by label (then path).
+
+    Raises:
+        UsageError: ``folder`` is not a folder or holds no cell files.
+        DamagedFileError: a ``*.parquet`` file in it is not a readable cell file.
+    """
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder")
     good, bad = cell_files(folder)
@@ -132,8 +147,18 @@ def folder_cells(folder: Location) -> list[Cell]:
 
 
 def sample(cells: list[Cell], n: int, seed: int) -> list[Cell]:
-    """``n`` of ``cells`` (all if there are fewer) drawn with the generator of ("harness.verify",
-    ``seed``), kept in the order of ``cells``: the same folder and seed give the same sample."""
+    """``n`` of ``cells`` drawn with the generator of ("harness.verify", ``seed``).
+
+    The same folder and seed give the same sample.
+
+    Args:
+        cells: the cells to draw from.
+        n: how many to draw.
+        seed: the seed of the draw.
+
+    Returns:
+        The cells drawn (all if there are ``n`` or fewer), kept in the order of ``cells``.
+    """
     if n >= len(cells):
         return list(cells)
     order = torch.randperm(len(cells), generator=generator("harness.verify", seed))
@@ -142,10 +167,25 @@ def sample(cells: list[Cell], n: int, seed: int) -> list[Cell]:
 
 def choose(folder: Location, cells: list[Cell], patterns: list[str], n: int | None,
            seed: int) -> tuple[list[Cell], list[Cell]]:
-    """The BO cells of ``folder`` to rerun and the timing cells that were asked for (by a pattern)
-    but are left out. Each pattern must match a cell (:class:`UsageError`); ``n`` draws among the
-    matches (all of them when ``n`` is None and patterns are given, :data:`DEFAULT_SAMPLE` without
-    patterns)."""
+    """The BO cells of ``folder`` to rerun, and the timing cells asked for but left out.
+
+    A timing cell is asked for by a pattern. ``n`` draws among the matches (all of them when ``n`` is None and
+    patterns are given, :data:`DEFAULT_SAMPLE` without patterns).
+
+    Args:
+        folder: the results folder, named in the errors.
+        cells: its cells (:func:`folder_cells`).
+        patterns: the ``--cell`` patterns (:func:`harness.grid_cells.select`), each of which must match a
+            cell.
+        n: the ``--sample`` size, or None.
+        seed: the seed of the draw (:func:`sample`).
+
+    Returns:
+        (the BO cells to rerun, the timing cells left out), each in label order.
+
+    Raises:
+        UsageError: a pattern that matches no cell, or no BO cell to rerun.
+    """
     if patterns:
         by_spec = {c.spec: c for c in cells}
         chosen: dict[CellSpec, Cell] = {}
@@ -176,7 +216,16 @@ def _normalize(name: str) -> str:
 
 
 def parse_pins(lines: list[str]) -> dict[str, str]:
-    """``name -> version`` of the ``name==version`` lines (comments after ``#`` and other lines skipped)."""
+    """The versions pinned by ``name==version`` lines.
+
+    Comments after ``#``, environment markers after ``;`` and other lines are skipped.
+
+    Args:
+        lines: the lines of a constraints file.
+
+    Returns:
+        Normalized name -> version.
+    """
     pins = {}
     for line in lines:
         text = line.split("#", 1)[0].split(";", 1)[0].strip()
@@ -187,8 +236,14 @@ def parse_pins(lines: list[str]) -> dict[str, str]:
 
 
 def constraint_differences(text: str) -> list[str]:
-    """One line per distribution pinned in a constraints file's ``text`` whose version here differs
-    or that is not installed here."""
+    """The distributions pinned in a constraints file whose version differs here, or not installed here.
+
+    Args:
+        text: the constraints file's text.
+
+    Returns:
+        One line per such distribution, by name, with the published version and the one here.
+    """
     here = parse_pins(installed_distributions())
     return [f"{name}: published {version}, here {here.get(name, 'not installed')}"
             for name, version in sorted(parse_pins(text.splitlines()).items())
@@ -196,8 +251,15 @@ def constraint_differences(text: str) -> list[str]:
 
 
 def provenance_differences(cells: list[Cell]) -> list[str]:
-    """One line per (package, recorded version) of the cells' provenance that differs from the
-    version here, with how many cells recorded it; a line for cells that recorded none."""
+    """The package versions the cells recorded that differ from the versions here.
+
+    Args:
+        cells: the cells whose provenance is read.
+
+    Returns:
+        One line per (package, recorded version) that differs, with how many cells recorded it, sorted; then a
+        line for the cells that recorded none, if any.
+    """
     here = parse_pins(installed_distributions())
     counts: Counter[tuple[str, str]] = Counter()
     unrecorded = 0
@@ -217,7 +279,19 @@ def provenance_differences(cells: list[Cell]) -> list[str]:
 
 
 def version_report(folder: Location, cells: list[Cell]) -> list[str]:
-    """The lines that compare the published versions with this environment's (a warning at most)."""
+    """The lines that compare the published versions with this environment's (a warning at most).
+
+    The published versions are ``FOLDER/constraints.txt``'s where the folder has one, else those the cells
+    recorded.
+
+    Args:
+        folder: the results folder.
+        cells: the cells to rerun.
+
+    Returns:
+        A head line (how many versions differ), one line per difference, a line on rebuilding the environment,
+        and a warning where versions differ.
+    """
     path = folder / CONSTRAINTS
     if path.is_file():
         differences = constraint_differences(path.read_text())
@@ -250,11 +324,21 @@ HOST_FIELDS = (("kernels", "kernels"), ("torch_cpu", "torch's CPU kernels"), ("i
 
 def host_report(cells: list[Cell], here: dict[str, str] | None = None,
                 vendor: str | None = None) -> list[str]:
-    """The lines that compare the hosts and code paths the cells recorded with this process's
-    (``here``, default :func:`harness.kernels.host_record`): one line per field that differs, with
-    how many cells recorded each value, and what that means for the rerun (a warning at most).
-    ``vendor`` is this CPU's (default :func:`harness.kernels.cpu_vendor`): the pin holds on Intel's
-    (:func:`harness.kernels.other_vendor`)."""
+    """The lines that compare the hosts and code paths the cells recorded with this process's.
+
+    It gives one line per field that differs, with how many cells recorded each value, and what that means for
+    the rerun (a warning at most).
+
+    Args:
+        cells: the cells to rerun.
+        here: this process's host record (default :func:`harness.kernels.host_record`).
+        vendor: this CPU's vendor (default :func:`harness.kernels.cpu_vendor`): the pin holds on Intel's
+            (:func:`harness.kernels.other_vendor`).
+
+    Returns:
+        A head line, one line per differing field (and one for the cells that recorded no host), and a last
+        line on what the rerun can show.
+    """
     here = host_record() if here is None else here
     vendor = other_vendor(vendor)
     recorded = [(c.meta.get("provenance") or {}) for c in cells]
@@ -298,8 +382,17 @@ def _kernels_there(recorded: list[dict]) -> str:
 
 
 def same(a: object, b: object) -> bool:
-    """Whether two stored values are identical: floats bit for bit (NaN equals NaN), lists element-wise,
-    None equals None only."""
+    """Whether two stored values are identical.
+
+    Floats compare bit for bit (NaN equals NaN), lists element-wise, and None equals None only.
+
+    Args:
+        a: the stored value.
+        b: the rerun value.
+
+    Returns:
+        True for identical values.
+    """
     if isinstance(a, list | tuple) or isinstance(b, list | tuple):
         return (isinstance(a, list | tuple) and isinstance(b, list | tuple) and len(a) == len(b)
                 and all(same(x, y) for x, y in zip(a, b, strict=True)))
@@ -310,7 +403,15 @@ def same(a: object, b: object) -> bool:
 
 
 def abs_difference(a: object, b: object) -> float:
-    """The largest |a - b| over the finite numbers both hold at the same place (0 if none)."""
+    """The largest ``|a - b|`` over the finite numbers both hold at the same place.
+
+    Args:
+        a: the stored value (a number, a list, or None).
+        b: the rerun value.
+
+    Returns:
+        The difference, 0 if no place holds finite numbers in both.
+    """
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return max((abs_difference(x, y) for x, y in zip(a, b, strict=False)), default=0.0)
     if isinstance(a, int | float) and isinstance(b, int | float) and math.isfinite(a) and math.isfinite(b):
@@ -319,9 +420,17 @@ def abs_difference(a: object, b: object) -> float:
 
 
 def compare_rows(stored: list[dict], rerun: list[dict]) -> tuple[Difference | None, float]:
-    """The first difference in :data:`COLUMNS` between the stored and rerun rows (in row order;
-    None if every value is identical and the row counts agree) and the largest absolute difference
-    over the cell."""
+    """The first difference between the stored and the rerun rows, and the largest absolute difference.
+
+    Args:
+        stored: the stored rows, one dict per iteration.
+        rerun: the rerun rows.
+
+    Returns:
+        (difference, largest), where ``difference`` is the first value of :data:`COLUMNS` that is not
+        identical (in row order), or a difference of the row counts, or None if every value is identical and
+        the row counts agree; ``largest`` is the largest absolute difference (:func:`abs_difference`).
+    """
     first, largest = None, 0.0
     for old, new in zip(stored, rerun, strict=False):
         for column in COLUMNS:
@@ -334,7 +443,15 @@ def compare_rows(stored: list[dict], rerun: list[dict]) -> tuple[Difference | No
 
 
 def verify_cell(cell: Cell) -> Outcome:
-    """Rerun ``cell`` and compare its rows with the stored ones."""
+    """Rerun ``cell`` and compare its rows with the stored ones.
+
+    Args:
+        cell: the cell.
+
+    Returns:
+        Its :class:`Outcome`, identical, differing (where first), or failed (could not be rerun), with its
+        line.
+    """
     _, table = read_cell(cell.path)
     start = time.perf_counter()
     try:
@@ -360,7 +477,12 @@ def verify_cell(cell: Cell) -> Outcome:
 
 
 def build_parser() -> Parser:
-    """The command's arguments (:class:`harness.cli.Parser`: one-line errors, no abbreviations)."""
+    """The command's arguments (:class:`harness.cli.Parser`: one-line errors, no abbreviations).
+
+    Returns:
+        The parser of ``FOLDER``, ``--sample``, ``--cell``, ``--seed``, ``--claim`` and ``--problem`` (which
+        point to ``analysis.recheck``) and the kernels' option.
+    """
     parser = Parser(prog=PROG, description="Rerun cells of a results folder and check that their rows "
                     "are bit-identical to the stored ones.", epilog="Exit codes: 0 every cell identical; "
                     "1 a cell differs or could not be rerun; 2 bad input; 130 interrupted.")
@@ -383,8 +505,19 @@ def build_parser() -> Parser:
 
 
 def plan(argv: list[str] | None) -> tuple[Location, list[Cell], list[Cell], list[Cell]]:
-    """The folder, all its cells, the cells to rerun and the timing cells left out, from ``argv``;
-    :class:`UsageError` or :class:`DamagedFileError` on bad input."""
+    """The folder, its cells, the cells to rerun and the timing cells left out, from ``argv``.
+
+    Args:
+        argv: the command's arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        (folder, every cell of it, the cells to rerun, the timing cells left out).
+
+    Raises:
+        UsageError: bad input (``--claim`` or ``--problem``, a bad sample size or seed, a bad folder or
+            pattern).
+        DamagedFileError: a ``*.parquet`` file in the folder that is not a readable cell file.
+    """
     args = build_parser().parse_args(argv)
     if args.claim is not None or args.problem is not None:
         raise UsageError(f"the statistical check of a claim is python -m analysis.recheck {args.folder} "
@@ -401,8 +534,16 @@ def plan(argv: list[str] | None) -> tuple[Location, list[Cell], list[Cell], list
 
 
 def run(chosen: list[Cell]) -> list[Outcome]:
-    """Rerun and compare each cell on one torch thread (the caller's count restored after), with a
-    progress line before each and its verdict after."""
+    """Rerun and compare each cell on one torch thread (the caller's count restored after).
+
+    A progress line comes before each cell and its verdict after.
+
+    Args:
+        chosen: the cells to rerun.
+
+    Returns:
+        Their outcomes, in order.
+    """
     outcomes = []
     previous = torch.get_num_threads()
     torch.set_num_threads(1)  # as the grid's workers: a cell's rows are defined at one thread
@@ -419,7 +560,14 @@ def run(chosen: list[Cell]) -> list[Outcome]:
 
 
 def summary(outcomes: list[Outcome]) -> str:
-    """The last line: how many cells are identical, and the first that is not, with where."""
+    """The last line: how many cells are identical, and the first that is not, with where.
+
+    Args:
+        outcomes: the reruns' outcomes.
+
+    Returns:
+        The line.
+    """
     bad = [o for o in outcomes if not o.identical]
     if not bad:
         return f"summary: all {len(outcomes)} cells identical"
@@ -451,7 +599,16 @@ def expected_here(folder: Location, outcomes: list[Outcome], vendor: str | None 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command; returns its exit code (see the module docstring)."""
+    """The command (see the module docstring).
+
+    Args:
+        argv: the command's arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code, 0 every cell identical, :data:`EXIT_DIFFERS` a cell differs or could not be rerun,
+        :data:`EXIT_NOT_COVERED` cells differ on a CPU the pin does not cover, :data:`harness.cli.EXIT_USAGE`
+        bad input, :data:`EXIT_INTERRUPTED` interrupted.
+    """
     try:
         folder, cells, chosen, timing = plan(argv)
     except (UsageError, DamagedFileError) as error:

@@ -4,6 +4,7 @@ it back (directly or through a chain, counting imports inside functions), and no
 another's private names."""
 
 import ast
+import importlib
 from pathlib import Path
 
 PACKAGES = ("problems", "algorithms", "harness", "analysis", "studies")
@@ -208,3 +209,56 @@ def test_benchmarks_import_no_tests() -> None:
     found = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "benchmarks").rglob("*.py"))
              if pattern.search(path.read_text())]
     assert not found, f"benchmarks that import tests: {found}"
+
+
+def test_a_problem_or_an_algorithm_is_registered_by_its_module_alone() -> None:
+    """Adding an in-tree problem or algorithm is its module, its test and one line elsewhere: the
+    registries import the modules (one name a line) and never a factory or a class by name, and every
+    registered entry outside the problem registry's own synthetic problems came from a decorator."""
+    from algorithms import ALGORITHMS
+    from algorithms.base import registered_classes
+    from problems import PROBLEMS
+    from problems.base import registered_factories
+
+    for registry, package in (("problems/registry.py", "problems"), ("algorithms/registry.py", "algorithms")):
+        tree = ast.parse((ROOT / registry).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"{package}."):
+                imported = {alias.name for alias in node.names}
+                module = importlib.import_module(node.module)
+                registered = {getattr(module, n) for n in imported if hasattr(module, n)}
+                named = registered & {*registered_factories(), *registered_classes()}
+                assert not named, f"{registry} imports {sorted(n.__name__ for n in named)} by name"
+    own = {name for name, f in PROBLEMS.items() if getattr(f, "func", f).__module__ != "problems.registry"}
+    assert {f().name for f in registered_factories()} == own
+    assert set(ALGORITHMS.values()) == set(registered_classes())
+
+
+def test_the_engines_public_functions_document_their_returns() -> None:
+    """The engine's functions are documented as BoTorch's are, so every public function or method of
+    harness/ and analysis/ that returns a value says what it takes (``Args:``) and what it returns
+    (``Returns:``) in its docstring."""
+    found = []
+    for package in ("harness", "analysis"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            def_types = ast.FunctionDef | ast.AsyncFunctionDef
+            functions = [(node.name, node) for node in tree.body if isinstance(node, def_types)]
+            functions += [(f"{node.name}.{item.name}", item) for node in tree.body
+                          if isinstance(node, ast.ClassDef) and not node.name.startswith("_")
+                          for item in node.body if isinstance(item, def_types)]
+            for name, node in functions:
+                if (node.name.startswith("_") or node.returns is None
+                        or (isinstance(node.returns, ast.Constant) and node.returns.value is None)):
+                    continue
+                arguments = node.args
+                named = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                         arguments.vararg, arguments.kwarg) if a is not None]
+                sections = (ast.get_docstring(node) or "").splitlines()
+                missing = [section for section, needed in
+                           (("Args:", any(a not in ("self", "cls") for a in named)), ("Returns:", True))
+                           if needed and section not in sections]
+                if missing:
+                    found.append(f"{path.relative_to(ROOT)}:{name} (no {' or '.join(missing)})")
+    assert not found, ("public functions of the engine without a Google-style Args: or Returns: section "
+                       "(see BoTorch's docstrings):\n" + "\n".join(found))
