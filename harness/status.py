@@ -26,7 +26,7 @@ from pathlib import Path
 from harness.cli import EXIT_USAGE, Parser, UsageError, exit_with, out_location
 from harness.dry_run import duration_text
 from harness.estimates import estimate_seconds
-from harness.grid import resolve_grid
+from harness.grid import named_grids, resolve_grid
 from harness.grid_cells import GridError, cell_label
 from harness.grid_cli import classify, measured_rates
 from harness.kernels import host_summary
@@ -177,8 +177,11 @@ def remaining_line(out: Path, states: dict[CellSpec, str], grid: str) -> str:
     rates = measured_rates(out)
     seconds = sum(estimate_seconds(spec, rates) for spec in missing)
     basis = "the finished cells' measured rates where there are some" if rates else "the cost model"
+    # a grid run from a file records the file's grid name, which --grid does not resolve: name the file
+    named = grid in named_grids() or Path(grid).is_file()
     return (f"remaining: {len(missing)} cells, about {duration_text(seconds)} of CPU time (estimate from "
-            f"{basis}; per group: python -m harness.run --grid {grid} --out {out} --dry-run)")
+            f"{basis}; per group: python -m harness.run --grid {grid if named else 'GRID_FILE'} --out {out} "
+            f"--dry-run{'' if named else f', GRID_FILE the file that defines grid {grid!r}'})")
 
 
 def resumed_cells(good: list[tuple]) -> list[str]:
