@@ -2,11 +2,12 @@
 with an undisturbed run of the same grid.
 
     python benchmarks/chaos.py [--rounds 10] [--seed 0] [--work DIR] [--iterations 60] [--seeds 2]
-        [--kinds KIND,...] [--hang-s 120] [--stray-wait-s 20] [--report FILE] [--keep]
+        [--problems P] [--kinds KIND,...] [--hang-s 120] [--stray-wait-s 20] [--report FILE] [--keep]
 
 It writes a grid file (random, vucb-unif and vucb-prob on branin-1-1-discrete and
-goldstein-1-1-discrete, ``--seeds`` seeds, ``--iterations`` iterations: cells of several seconds, so
-that they hand out checkpoints and a stopped run resumes from them), runs it once undisturbed
+goldstein-1-1-discrete, or one of them (``--problems``), ``--seeds`` seeds, ``--iterations``
+iterations: cells of several seconds, so that they hand out checkpoints and a stopped run resumes
+from them), runs it once undisturbed
 (``WORK/reference``), then plays ``--rounds`` rounds. Each round:
 
 1. a fresh folder ``WORK/round-NN`` holding a random share (none to half) of the reference's cell
@@ -129,9 +130,18 @@ LOCK = "_running.lock"
 REFERENCE_S = 1800.0
 
 
-def grid_text(seeds: int, iterations: int) -> str:
-    """The chaos grid as a TOML grid file (:mod:`harness.grid`)."""
-    names = ", ".join(f'"{name}"' for name in PROBLEMS)
+def grid_text(seeds: int, iterations: int, problems: tuple[str, ...] = PROBLEMS) -> str:
+    """The chaos grid as a TOML grid file (:mod:`harness.grid`).
+
+    Args:
+        seeds: seeds per (problem, algorithm).
+        iterations: iterations of every cell.
+        problems: the problems (a subset of :data:`PROBLEMS`: the fewer, the cheaper a round).
+
+    Returns:
+        The grid file's text.
+    """
+    names = ", ".join(f'"{name}"' for name in problems)
     algorithms = ", ".join(f'"{name}"' for name in ALGORITHMS)
     return (f'name = "{GRID_NAME}"\nseeds = {seeds}\niterations = {iterations}\n\n'
             f"[[cells]]\nproblems = [{names}]\nalgorithms = [{algorithms}]\n")
@@ -427,6 +437,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--work", default=None, help="working folder (default: a new temporary one)")
     parser.add_argument("--iterations", type=int, default=60, help="iterations of every cell (default 60)")
     parser.add_argument("--seeds", type=int, default=2, help="seeds per (problem, algorithm) (default 2)")
+    parser.add_argument("--problems", default=",".join(PROBLEMS), choices=[",".join(PROBLEMS), *PROBLEMS],
+                        metavar="P",
+                        help=f"the grid's problems: both (default) or one of {', '.join(PROBLEMS)}")
     parser.add_argument("--kinds", default=",".join(KINDS), help="kinds of fault, comma-separated")
     parser.add_argument("--hang-s", type=float, default=120.0, help="a driver still running this long "
                         "after a fault that stops it hangs (default 120)")
@@ -452,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="varbo-chaos-"))
     work.mkdir(parents=True, exist_ok=True)
     grid_file = work / f"{GRID_NAME}.toml"
-    grid_file.write_text(grid_text(args.seeds, args.iterations))
+    grid_file.write_text(grid_text(args.seeds, args.iterations, tuple(args.problems.split(","))))
     print(f"chaos: {args.rounds} rounds, seed {args.seed}, in {work}", flush=True)
     try:
         setup = reference_setup(work, grid_file, args.hang_s, args.stray_wait_s)

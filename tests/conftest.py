@@ -6,7 +6,11 @@ The tests run on every core (pytest-xdist, ``--dist loadgroup`` in pyproject.tom
 that start a local Ray, a moto server or grid drivers of their own, and time what those do, mark
 themselves ``pytestmark = pytest.mark.xdist_group("processes")``: they run one after another on one
 worker while the other workers take the rest (a module mark, not a hook here: xdist reads the groups
-in a collection hook of its own, which runs before this file's would).
+in a collection hook of its own, which runs before this file's would). A long test of such a module
+that times nothing (it compares rows or files) adds a group of its own (``"untimed"``; xdist joins a
+test's group names, so it becomes a unit apart) and may then share the cores with the timed ones:
+keeping all of them in one group made that group's worker the slow step's bound while the other
+worker idled.
 
 A test that needs the portfolio data where there is none (no local copy, no cached copy, no
   network) is skipped with one reason, :data:`NO_PORTFOLIO_DATA`, whichever way it reached the data:

@@ -145,6 +145,7 @@ def test_the_grid_covers_every_feasible_size_and_says_where_it_stops() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("untimed")  # with the module's: a unit of its own (it times nothing)
 def test_reduced_complexity_grid_through_the_command_line_and_the_report(tmp_path: Path) -> None:
     out, report = tmp_path / "complexity", tmp_path / "report"
     # |D| in {10, 20} x |Dz| in {16, 64}, V-UCB Prob and StableOpt on a discrete Z

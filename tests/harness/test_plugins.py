@@ -145,6 +145,7 @@ seeds = [0, 1]
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("untimed")  # with the module's: a unit of its own (it times nothing)
 def test_an_own_method_is_compared_with_published_rows_without_rerunning_them(tmp_path: Path) -> None:
     """The documented path of ``docs/how-to/compare-with-suite.md`` on one problem and two seeds: a
     stand-in publication (the suite grid's random-search cells of yacht, seeds 0-1), the toy

@@ -30,7 +30,9 @@ from harness.kernels import NATIVE_VARIABLE, PINNED, older_host_environment
 from harness.results import cell_files
 from tests.conftest import NO_PORTFOLIO_DATA, portfolio_data_here
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
+#: a group of its own, not "processes": it times nothing (it compares rows), so it may share the cores
+#: with a timed test; one group, so that its module fixture (the three runs) is computed once
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("two-hosts")]
 
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = ("x", "z", "y", "x_rec", "regret")
