@@ -30,7 +30,7 @@ from torch import Tensor
 from algorithms.recommend import risk_of_mean
 from problems import Problem
 from problems.checks import positive_float, positive_int
-from problems.measures import RISKS, RiskMeasure
+from problems.measures import DEFAULT_RISK, RISKS, RiskMeasure
 from problems.seeding import derive_seed, generator
 
 __all__ = ["RISKS", "Z_KINDS", "Algorithm", "Proposal", "Recommendation", "build_algorithm",
@@ -281,14 +281,14 @@ def build_algorithm(key: str, factory: object, problem: Problem, seed_root: int,
     if z_kind(problem) not in factory.z_kinds:
         raise ValueError(f"algorithm {key!r} handles a {' or '.join(sorted(factory.z_kinds))} Z only; "
                          f"problem {problem.name!r} has a {z_kind(problem)} one")
-    risks = getattr(factory, "risks", frozenset({"var"}))
+    risks = getattr(factory, "risks", frozenset({DEFAULT_RISK}))
     if risk is None:
-        risk = "var" if "var" in risks else sorted(risks)[0]
+        risk = DEFAULT_RISK if DEFAULT_RISK in risks else sorted(risks)[0]
     if risk not in RISKS:
         raise ValueError(f"unknown risk measure {risk!r}; valid: {', '.join(RISKS)}")
     if risk not in risks:
         raise ValueError(f"algorithm {key!r} optimizes {' or '.join(sorted(risks))} only, not {risk}")
-    if risk != "var":
+    if risk != DEFAULT_RISK:
         return factory(problem, seed_root, risk=risk, **options)
     return factory(problem, seed_root, **options)
 

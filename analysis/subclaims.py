@@ -15,7 +15,7 @@ import pandas as pd
 
 from analysis.claim_cells import DEFAULT_OPTIONS, DEFAULT_VARIANT, STATISTICS, seeds_text, variants
 from analysis.signed_rank import rank_biserial, signed_rank_p, tost_p
-from problems.measures import RISK_MEASURES
+from problems.measures import DEFAULT_RISK, RISK_MEASURES, WORST_CASE
 
 SIGNIFICANCE = 0.05
 MIN_SEEDS = 5
@@ -63,8 +63,9 @@ class Sub:
     seeds_80: float = float("nan")
 
 
-def _data_text(problem: str, a: str, b: str, merged: pd.DataFrame, what: str, target: str = "var") -> str:
-    if target != "var":  # VaR is the default target; another measure is named (its sub-claims' own rows)
+def _data_text(problem: str, a: str, b: str, merged: pd.DataFrame, what: str,
+               target: str = DEFAULT_RISK) -> str:
+    if target != DEFAULT_RISK:  # the default target goes unnamed; another is named (its own rows)
         what = f"{what} of {RISK_MEASURES[target].label}" if target in RISK_MEASURES else f"{what} ({target})"
     if merged.empty:
         return f"{a} vs {b} on {problem}: {what}"
@@ -278,7 +279,7 @@ def same_queries(frame: pd.DataFrame, claim: str, problem: str, one: str, other:
                  f"(max abs diff <= {QUERY_TOLERANCE:g}), or until a choice among exactly tied z")
     keys = ["alpha", "iterations", "seed", "iteration"]
     base = frame.loc[(frame["problem"] == problem) & (frame["iteration"] >= 1)
-                     & (frame["target"] == "worst_case") & (frame["options"] == DEFAULT_OPTIONS)]
+                     & (frame["target"] == WORST_CASE.name) & (frame["options"] == DEFAULT_OPTIONS)]
     a = base.loc[base["algorithm"] == one, [*keys, "x", "z", "lv_count"]]
     b = base.loc[base["algorithm"] == other, [*keys, "x", "z"]]
     notes = [f"no {name} cells on {problem} at alpha below the smallest mass"

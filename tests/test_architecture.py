@@ -262,3 +262,37 @@ def test_the_engines_public_functions_document_their_returns() -> None:
                     found.append(f"{path.relative_to(ROOT)}:{name} (no {' or '.join(missing)})")
     assert not found, ("public functions of the engine without a Google-style Args: or Returns: section "
                        "(see BoTorch's docstrings):\n" + "\n".join(found))
+
+
+#: Compares with a measure's name that are not about a risk measure: (file, the compare's source).
+NOT_A_MEASURE = {
+    ("algorithms/gp.py", "'mean' in hypers"),  # the GP's constant-mean hyperparameter
+    ("algorithms/rahbo.py", "self.mean_noise == 'mean'"),  # RAHBO's option for its noise model
+}
+
+
+def test_no_measure_is_told_by_its_name_outside_the_measures_module() -> None:
+    """A risk measure is an object (``problems/measures.py``): no engine, problem or algorithm code
+    compares a value with a measure's name ("var", "cvar", "mean", "worst_case"), so that a new
+    measure has one place to be declared; the default is ``DEFAULT_RISK``. Declarations (a set of
+    the measures a method optimizes) and the command line's choices are names, not compares."""
+    from problems.measures import RISK_MEASURES
+
+    names = set(RISK_MEASURES)
+    found = []
+    for package in ("problems", "algorithms", "harness", "analysis"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            where = str(path.relative_to(ROOT))
+            if where == "problems/measures.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.Compare):
+                    continue
+                sides = [node.left, *node.comparators]
+                values = [e for s in sides for e in ([s] if isinstance(s, ast.Constant) else
+                                                     getattr(s, "elts", []))]
+                if any(isinstance(v, ast.Constant) and v.value in names for v in values) and \
+                        (where, ast.unparse(node)) not in NOT_A_MEASURE:
+                    found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+    assert names >= {"var", "cvar", "mean", "worst_case"}
+    assert found == [], "\n".join(found)
