@@ -131,7 +131,9 @@ def test_status_says_what_the_missing_cells_will_cost(tmp_path, capsys: pytest.C
     assert main([str(tmp_path / "some")]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("remaining:"))
     assert line.startswith("remaining: 2 cells, about 2.0 min of CPU time (estimate from the finished cells'")
-    assert f"--grid mine --out {tmp_path / 'some'} --dry-run" in line
+    # "mine" is no named grid (it came from a file): the command asks for the grid's file
+    assert (f"--grid GRID_FILE --out {tmp_path / 'some'} --dry-run, GRID_FILE the file that defines "
+            "grid 'mine'") in line
 
 
 def test_status_names_the_cells_resumed_from_a_checkpoint(tmp_path, capsys: pytest.CaptureFixture) -> None:
