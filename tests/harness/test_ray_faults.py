@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.local_ray import end, process_table, raylet_orphans, reap_orphans
+from harness.local_ray import RECORDS, end, process_table, raylet_orphans, reap_orphans
 from harness.procs import process_start
 
 #: processes of their own (Ray, drivers, servers): one xdist group, one test at a time (tests/conftest.py)
@@ -253,6 +253,15 @@ def _fake_driver() -> tuple[subprocess.Popen, int]:
     return driver, int(driver.stdout.readline())
 
 
+def _recorded(driver: int) -> set[int]:
+    """The processes the watchdog of ``driver`` has recorded so far (its record file's)."""
+    pids: set[int] = set()
+    for path in RECORDS.glob(f"driver-{driver}-*.json"):
+        with contextlib.suppress(OSError, ValueError):
+            pids |= {int(entry[0]) for entry in json.loads(path.read_text())["processes"]}
+    return pids
+
+
 def _running(pid: int) -> bool:
     fields = _stat(pid)
     return fields is not None and fields[0] not in ("Z", "X")
@@ -262,7 +271,13 @@ def test_the_watchdog_ends_a_killed_drivers_processes_and_no_others() -> None:
     killed, killed_child = _fake_driver()
     alive, alive_child = _fake_driver()
     try:
-        time.sleep(1.5)  # a look of both watchdogs (every second) at their driver's processes
+        # both watchdogs have recorded their driver's process (they look every second; on a loaded
+        # host a watchdog's start alone took more than the 1.5 s this test once slept)
+        for driver, child in ((killed, killed_child), (alive, alive_child)):
+            deadline = time.monotonic() + 30
+            while child not in _recorded(driver.pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert child in _recorded(driver.pid), "a watchdog never recorded its driver's process"
         os.kill(killed.pid, signal.SIGKILL)
         killed.wait()
         deadline = time.monotonic() + 10
