@@ -37,12 +37,20 @@ def process_alive(pid: int, started: str | None) -> bool:
         started: its recorded start time (:func:`process_start`), or None.
 
     Returns:
-        True for a running process (also where its start time cannot be read now).
+        True for a running process (also where its start time cannot be read now); False for a zombie,
+        which has ended though its parent has not yet reaped it (a driver killed with SIGKILL is one
+        until its shell waits for it: its watchdog must count it gone).
     """
     try:
         os.kill(pid, 0)
     except PermissionError:
         pass
     except OSError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        state = ""
+    if state in ("Z", "X"):
         return False
     return started is None or process_start(pid) in (None, started)

@@ -239,11 +239,17 @@ def test_a_damaged_checkpoint_is_set_aside_and_the_cell_starts_afresh(
     assert rows_without_timings(cell_path(tmp_path, spec)) == direct_rows(spec)  # from iteration 0
 
 
-def test_a_cell_whose_file_cannot_be_written_fails_alone(tmp_path: Path) -> None:
+def test_a_cell_whose_file_cannot_be_written_fails_alone(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     # a file where one cell's folder should be: its write fails as a full disk or a refused upload
     # would (and as permissions would for a user other than root); the other cells are written
     from harness.grid_cli import EXIT_FAILED
     from harness.results import failure_path, read_failure
+    from harness.spill import SPILL_VARIABLE
+
+    # the refused cell is kept on this machine: here, not in the user's cache, where a cell kept by an
+    # earlier run of this test at the same temporary path would be written back first
+    monkeypatch.setenv(SPILL_VARIABLE, str(tmp_path / "kept"))
 
     blocked = CellSpec.make("branin-1-1-discrete", "vucb-prob", 0, 2)
     others = [CellSpec.make("branin-1-1-discrete", "random", s, 2) for s in (0, 1)]
