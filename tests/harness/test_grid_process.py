@@ -133,7 +133,8 @@ def test_smoke_grid_end_to_end(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=600)
     assert report.returncode == 0, report.stderr[-2000:]
     final = pd.read_csv(tmp_path / "report" / "final_table.csv")
-    assert set(final.loc[final["target"] == "cvar", "problem"]) == {c.problem for c in cells if c.risk == "cvar"}
+    assert set(final.loc[final["target"] == "cvar", "problem"]) == {
+        c.problem for c in cells if c.risk == "cvar"}
     assert set(final.loc[final["target"] == "mean", "problem"]) == {
         c.problem for c in cells if c.risk == "mean"}
     for stem in ("fig_cvar_discrete", "fig_cvar_continuous", "fig_cvar_simulated"):
