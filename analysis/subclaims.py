@@ -140,7 +140,7 @@ def decide(n: int, p: float, p_against: float, against: str, level: float = SIGN
 
 
 def _regret_subs(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str, kind: str,
-                 named: dict[str, dict] | None = None, target: str = "var") -> list[Sub]:
+                 named: dict[str, dict] | None = None, target: str = DEFAULT_RISK) -> list[Sub]:
     """The rows of a regret sub-claim (``kind`` "beats" or "on_par"): every variant x statistic.
     Verdicts here are the unadjusted ones; :func:`adjust` decides them within the claim."""
     if kind == "beats":
@@ -176,7 +176,7 @@ def _tested(claim: str, problem: str, comparison: str, statistic: str, variant: 
 
 
 def beats(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
-          named: dict[str, dict] | None = None, target: str = "var") -> list[Sub]:
+          named: dict[str, dict] | None = None, target: str = DEFAULT_RISK) -> list[Sub]:
     """Sub-claim "``a`` has lower log10 regret than ``b`` on ``problem``" (the regret of the risk measure
     ``target``), every variant and statistic.
 
@@ -198,7 +198,7 @@ def beats(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
 
 
 def on_par(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
-           named: dict[str, dict] | None = None, target: str = "var") -> list[Sub]:
+           named: dict[str, dict] | None = None, target: str = DEFAULT_RISK) -> list[Sub]:
     """Sub-claim "``a`` and ``b`` reach log10 regrets within +-margin of each other", every variant.
 
     Every statistic is tested under each variant.
@@ -219,7 +219,7 @@ def on_par(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
 
 
 def cheaper(cells: pd.DataFrame, claim: str, problem: str, a: str, b: str,
-            named: dict[str, dict] | None = None, target: str = "var") -> list[Sub]:
+            named: dict[str, dict] | None = None, target: str = DEFAULT_RISK) -> list[Sub]:
     """Sub-claim "``a``'s median per-iteration acquisition time is lower than ``b``'s", every variant.
 
     Args:
