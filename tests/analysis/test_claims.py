@@ -348,3 +348,11 @@ def test_a_toml_study_sets_options_on_one_problem_and_an_unknown_name_is_refused
     (tmp_path / "bad.toml").write_text(text % "marzat-f6")
     with pytest.raises(ValueError, match="unknown problem 'marzat-f6'"):
         study_from_toml(tmp_path / "bad.toml")
+
+
+def test_signed_rank_p_refuses_an_unknown_alternative() -> None:
+    """A misspelt alternative used to run two-sided unnoticed."""
+    from analysis.signed_rank import signed_rank_p
+
+    with pytest.raises(ValueError, match="two_sided"):
+        signed_rank_p(np.array([1.0, -2.0, 3.0]), "two_sided")
