@@ -61,6 +61,7 @@ from harness.results import (
 from harness.store import (
     DiskFullError,
     clear_checkpoint,
+    clear_finished_checkpoints,
     disk_full,
     remove_stale_temporaries,
     write_manifest,
@@ -244,6 +245,11 @@ def _run_and_stop(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], o
         with _lock(out):
             _recover_kept(out)
             plan = _plan(args, grid, cells, out)
+            # a run that wrote a cell but could not remove its checkpoint (the folder read-only for
+            # a moment) left it behind: gone now, not at the end (which a fault may cut short)
+            stale = clear_finished_checkpoints(out, [c for c in cells if plan.states[c] == "done"])
+            if stale:
+                print(f"removed {stale} checkpoint(s) of cells already written")
             code = _run(args, grid, cells, plan.to_run, plan.costs, out, plan.estimate)
     except UsageError as error:
         print(f"harness.run: error: {error}", file=sys.stderr)

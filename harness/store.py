@@ -348,6 +348,30 @@ def clear_checkpoint(out: Location | str, spec: CellSpec) -> None:
                 folder.rmdir()  # only succeeds when empty
 
 
+def clear_finished_checkpoints(out: Location | str, finished: list[CellSpec]) -> int:
+    """Remove the checkpoints of cells already written: stale bookkeeping of a run that wrote a cell
+    but could not then remove its checkpoint (the folder read-only for a moment; the removal is not
+    retried there, as a cell's file is what counts).
+
+    One listing of ``out/_checkpoints`` (a request, not one per cell, on an object store).
+
+    Args:
+        out: the results folder.
+        finished: the cells whose files are in place.
+
+    Returns:
+        The number of checkpoints removed.
+    """
+    folder = location(out) / CHECKPOINT_DIR
+    if not finished or not folder.is_dir():
+        return 0
+    stale = {str(checkpoint_path(out, spec)): spec for spec in finished}
+    found = [stale[str(path)] for path in folder.rglob("*.ckpt") if str(path) in stale]
+    for spec in found:
+        clear_checkpoint(out, spec)
+    return len(found)
+
+
 def _write_text_atomic(text: str, path: Location) -> None:
     _write_whole(path, lambda stream: stream.write(text.encode()))
 

@@ -13,7 +13,7 @@ import torch
 
 from harness.cell import CellSpec, run_cell
 from harness.ray_runner import run_cells
-from harness.results import ROW_SCHEMA, cell_path, read_metadata, read_results
+from harness.results import CHECKPOINT_DIR, ROW_SCHEMA, cell_path, read_metadata, read_results, spec_hash
 from harness.run import main
 from harness.status import status_table
 from harness.store import write_checkpoint
@@ -86,9 +86,16 @@ def test_grid_rows_equal_a_direct_run_and_resume_reruns_exactly_the_missing_cell
     assert all(after[p] == before[p] for p in paths if p != victim)
     assert victim.exists() and rows_without_timings(victim) == victim_rows
 
-    # nothing to do: nothing rewritten
+    # nothing to do: nothing rewritten; a checkpoint of a written cell (left by a run that could not
+    # remove it) is removed, one of a cell of another grid in the same folder is kept
+    stale, other_grid = CELLS[3], CellSpec.make("branin-1-1-discrete", "random", 7, 2)
+    for spec in (stale, other_grid):
+        write_checkpoint(out, spec, b"a checkpoint")
     assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress"]) == 0
     assert stats(paths) == after
+    assert [p.relative_to(out).as_posix() for p in (out / CHECKPOINT_DIR).rglob("*") if p.is_file()] == [
+        f"{CHECKPOINT_DIR}/branin-1-1-discrete/random/seed7-{spec_hash(other_grid)}.ckpt"]
+    assert not (out / CHECKPOINT_DIR / stale.problem / stale.algorithm).exists()  # no empty folder
 
     # --force rewrites every cell, with the same rows
     assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress", "--force"]) == 0
