@@ -10,7 +10,7 @@ in a collection hook of its own, which runs before this file's would). A long te
 that times nothing (it compares rows or files) adds a group of its own (``"untimed"``; xdist joins a
 test's group names, so it becomes a unit apart) and may then share the cores with the timed ones:
 keeping all of them in one group made that group's worker the slow step's bound while the other
-worker idled. ``-n auto`` gives one worker more than the cores (:func:`pytest_xdist_auto_num_workers`).
+worker idled.
 
 A test that needs the portfolio data where there is none (no local copy, no cached copy, no
   network) is skipped with one reason, :data:`NO_PORTFOLIO_DATA`, whichever way it reached the data:
@@ -59,16 +59,6 @@ def portfolio_data_here() -> bool:
     except PortfolioDataError:
         return False
     return True
-
-
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: one worker per core and one more (``--maxprocesses 4`` in pyproject.toml caps it).
-
-    The tests that start drivers, Ray and servers wait for them much of their time: on CI's 2 cores
-    with two workers the slow step kept the cores busy 79 % of its wall time (2179 CPU-seconds in
-    1386 s, measured with a cpuacct cgroup on 2026-11-28); a third worker takes that slack.
-    """
-    return len(os.sched_getaffinity(0)) + 1
 
 
 def pytest_report_header() -> str:

@@ -45,15 +45,15 @@ def test_random_faults_lose_nothing_and_every_exit_code_tells_the_truth(tmp_path
     no cheaper set-up meets a real raylet, GCS, worker or object store."""
     chaos = chaos_module()
     report = tmp_path / "report.json"
-    # one seed of each (problem, algorithm): 6 cells of 15 iterations (a few seconds each, with a
+    # one seed of each (problem, algorithm): 6 cells of 30 iterations (several seconds each, with a
     # checkpoint a second: long enough to be killed mid-cell and resumed from a checkpoint), a quarter
-    # of the script's default grid. This is the largest item of CI's slow step (1009 s with 30
-    # iterations in CI's run of 2026-11-28, about 900 CPU-seconds: half of it the drivers' and Ray's
-    # starts, two a round). Cheaper grids lose the resumes: 3 cells of 20 iterations (--problems
-    # branin-1-1-discrete) made no cell resume in 13 rounds, most faults landing before a cell's
-    # first checkpoint, as the Ray start of each round (8-14 s) is then most of a round
+    # of the script's default grid. This is the largest item of CI's slow step (851 s with 60
+    # iterations, 1133 s with 30 beside heavier neighbours, CI of 2026-11-28). Cheaper grids lose
+    # the resumes: 3 cells of 20 iterations (--problems branin-1-1-discrete) made no cell resume in
+    # 13 rounds, most faults landing before a cell's first checkpoint, as the Ray start of each round
+    # (8-14 s) is then most of a round
     done = subprocess.run([sys.executable, str(SCRIPT), "--rounds", str(ROUNDS), "--seed", "0",
-                           "--seeds", "1", "--iterations", "15", "--work", str(tmp_path / "work"),
+                           "--seeds", "1", "--iterations", "30", "--work", str(tmp_path / "work"),
                            "--report", str(report)],
                           cwd=ROOT, capture_output=True, text=True, timeout=ROUNDS * 600 + 1800)
     print(done.stdout)
