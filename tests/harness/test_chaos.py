@@ -1,9 +1,17 @@
-"""The chaos run (``benchmarks/chaos.py``): thirteen rounds of random faults against a small grid
-(every kind of fault once: the kinds come in seeded shuffles of the whole list), each resumed to its
-end; the damaged pack's round instead has every reader refuse a packed copy of the grid with one
-pack damaged, and accept it restored. No cell may be lost, duplicated or differ from an undisturbed
-run of the grid, no driver may hang or leave a process of its Ray behind, and every exit code must
-tell the truth."""
+"""The chaos run (``benchmarks/chaos.py``) in CI: one round of each kind of fault that no other test
+plays against a running grid (a flipped byte, a truncated file, two cell files swapped, the folder
+read-only for a moment), each resumed to its end. No cell may be lost, duplicated or differ from an
+undisturbed run of the grid, no driver may hang or leave a process of its Ray behind, and every exit
+code must tell the truth.
+
+The other kinds have tests of their own, with their exit codes and rows: the driver's signals
+(``test_grid_process.py``: Ctrl-C, SIGTERM, SIGKILL mid-grid then resumed; ``test_ray_faults.py``),
+the raylet and GCS kills (``test_ray_faults.py``), a node's raylet and workers killed at once, its
+cell resubmitted from its last checkpoint (``test_cluster_recovery.py``), the full disk (``test_storage_faults.py``), the flaky store
+(``test_flaky_store.py``) and the damaged pack (``test_pack.py``, ``test_verify.py``). All thirteen
+kinds at random moments are the benchmark's (``python benchmarks/chaos.py --rounds 13 --seed 0
+--seeds 1 --iterations 30``, about 17 minutes): CI ran them all until its run passed 30 minutes
+(984 s of its 2185, 2026-11-28, docs/how-to/tests.md)."""
 
 import importlib.util
 import json
@@ -13,19 +21,14 @@ from pathlib import Path
 
 import pytest
 
-# Not in the "processes" xdist group of the other tests that start drivers (tests/conftest.py): it is
-# a quarter of an hour of drivers that only signal their own processes (session and start time
-# checked), so it runs beside that group rather than after it, and the slow step takes the longer of
-# the two instead of their sum.
+# Not in the "processes" xdist group of the other tests that start drivers (tests/conftest.py): its
+# drivers only signal their own processes (session and start time checked), so it runs beside that
+# group rather than after it.
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "chaos.py"
-#: One round per kind of fault: the full disk's (the eleventh) is one of the short ones, the driver
-#: stopping within seconds of its first refused write; the flaky store's (the twelfth) costs what a
-#: round without a stop costs, its faults a few seconds more (a stall: the read timeout of 2 s); the
-#: damaged pack's (the thirteenth) runs no driver, only the four readers twice on a packed copy of
-#: the reference's cells on one problem (under a minute)
-ROUNDS = 13
+#: The kinds of fault only this test plays against a running grid (the module docstring)
+CI_KINDS = ("flip", "truncate", "swap", "readonly")
 
 
 def chaos_module():
@@ -40,29 +43,23 @@ def chaos_module():
 
 @pytest.mark.slow
 def test_random_faults_lose_nothing_and_every_exit_code_tells_the_truth(tmp_path: Path) -> None:
-    """Every kind of fault once, each judged cell by cell against an undisturbed run. Slow (several
-    minutes): each round starts a driver and a local Ray twice (the faulted run and its resume), and
-    no cheaper set-up meets a real raylet, GCS, worker or object store."""
+    """Each of :data:`CI_KINDS` once, at a random moment, judged cell by cell against an undisturbed
+    run. Slow (about six minutes): the undisturbed run and each round start a driver and a local Ray
+    (the faulted run and its resume), and no cheaper set-up has a real grid's files change under it."""
     chaos = chaos_module()
+    assert set(CI_KINDS) < set(chaos.KINDS)
     report = tmp_path / "report.json"
     # one seed of each (problem, algorithm): 6 cells of 30 iterations (several seconds each, with a
-    # checkpoint a second: long enough to be killed mid-cell and resumed from a checkpoint), a quarter
-    # of the script's default grid. This is the largest item of CI's slow step (851 s with 60
-    # iterations, 1133 s with 30 beside heavier neighbours, CI of 2026-11-28). Cheaper grids lose
-    # the resumes: 3 cells of 20 iterations (--problems branin-1-1-discrete) made no cell resume in
-    # 13 rounds, most faults landing before a cell's first checkpoint, as the Ray start of each round
-    # (8-14 s) is then most of a round
-    done = subprocess.run([sys.executable, str(SCRIPT), "--rounds", str(ROUNDS), "--seed", "0",
-                           "--seeds", "1", "--iterations", "30", "--work", str(tmp_path / "work"),
-                           "--report", str(report)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=ROUNDS * 600 + 1800)
+    # checkpoint a second), a quarter of the script's default grid, so that a fault lands on cell
+    # files and checkpoints while the grid writes them
+    done = subprocess.run([sys.executable, str(SCRIPT), "--rounds", str(len(CI_KINDS)), "--seed", "0",
+                           "--kinds", ",".join(CI_KINDS), "--seeds", "1", "--iterations", "30",
+                           "--work", str(tmp_path / "work"), "--report", str(report)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=len(CI_KINDS) * 600 + 1800)
     print(done.stdout)
     assert report.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
     rounds = json.loads(report.read_text())["rounds"]
-    assert len(rounds) == ROUNDS
-    assert {r["kind"] for r in rounds} == set(chaos.KINDS), "a kind of fault was never tried"
-    # the run is meant to test resumes from checkpoints too: some cell of some round must have made one
-    assert sum(r["resumed"] for r in rounds) > 0, "no cell resumed from a checkpoint in any round"
+    assert sorted(r["kind"] for r in rounds) == sorted(CI_KINDS), "a kind of fault was not tried once"
     for record in rounds:
         line = chaos.round_line(record)
         for count in ("lost", "duplicated", "differing", "unreadable", "strays", "resume_strays",
@@ -71,10 +68,5 @@ def test_random_faults_lose_nothing_and_every_exit_code_tells_the_truth(tmp_path
         assert not record["hang"] and not record["resume_hang"], line
         assert record["tracebacks"] == 0 and record["resume_tracebacks"] == 0, line  # one line, always
         assert record["truthful"], f"exit {record['exit']}, expected {record['expected']}: {line}"
-        if record["kind"] == "damaged-pack":  # every reader refused the pack by name, then accepted it
-            assert record["untruthful"] == [] and record["resumed"] == 0, line
-            assert record["exit"] == "3/1/2/2" and record["resume_exit"] == "0/0/0/0", line
-            assert record["copied"] > 0 and record["resume_truthful"], line
-            continue
         assert record["resume_exit"] == 0 and record["resume_truthful"], line
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

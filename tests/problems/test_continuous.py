@@ -115,12 +115,15 @@ def test_listed_by_the_cli() -> None:
         assert rows[name]["iterations"] == 60 and rows[name]["alpha"] == 0.1
 
 
-#: Hartmann-(2,1)'s search takes 7 minutes (a 2-D x, every VaR a quadrature) and Hartmann-(1,2)'s
-#: about 2 (a 2-D Z: 257^2 nodes a VaR), the largest items of CI's slow step after the chaos run and
-#: the smoke grid: CI leaves them to ``python benchmarks/optima_table.py --problems NAME``, which
-#: prints the whole table against the stored one (the others take 6 to 80 s here)
+#: Hartmann-(2,1)'s search takes 7 minutes (a 2-D x, every VaR a quadrature), Hartmann-(1,2)'s
+#: about 2 (a 2-D Z: 257^2 nodes a VaR) and Goldstein-Price's 40 s (up to 16385 nodes a VaR), the
+#: largest items of CI's slow step after the chaos run and the smoke grid: CI leaves them to
+#: ``python benchmarks/optima_table.py --problems NAME``, which prints the whole table against the
+#: stored one (the others take 6 to 20 s here); every stored optimum is still checked at its
+#: maximizer and against random x (the test above)
 SEARCHED_IN_CI = [name for name in CONTINUOUS if name not in ("hartmann-2-1-continuous",
-                                                               "hartmann-1-2-continuous")]
+                                                               "hartmann-1-2-continuous",
+                                                               "goldstein-1-1-continuous")]
 
 
 @pytest.mark.slow

@@ -43,8 +43,15 @@ def test_table_covers_every_problem_and_names_its_command() -> None:
     assert set(payload["problems"]) == set(NAMES)
 
 
+#: The two longest searches (Hartmann-6 (1,5), 243 z per x, 45 s; Hartmann-(2,1), a 2-D x, 40 s in CI
+#: of 2026-11-28) are left, as CI's 30-minute budget requires, to ``python benchmarks/optima_table.py
+#: --problems NAME``, which prints the whole table against the stored one; their stored optima are
+#: still checked in every run, at their maximizers and against random x (the tests below)
+SEARCHED_IN_CI = [name for name in GRID_SEARCHED if name not in ("hartmann6-1-5", "hartmann-2-1-discrete")]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", GRID_SEARCHED)
+@pytest.mark.parametrize("name", SEARCHED_IN_CI)
 def test_search_reproduces_the_table(name: str) -> None:
     stored = load_table()[name]
     fresh = search_problem(build_problem(name, with_optimum=False), targets=("var", "worst_case", "cvar"))
