@@ -7,11 +7,12 @@ code must tell the truth.
 The other kinds have tests of their own, with their exit codes and rows: the driver's signals
 (``test_grid_process.py``: Ctrl-C, SIGTERM, SIGKILL mid-grid then resumed; ``test_ray_faults.py``),
 the raylet and GCS kills (``test_ray_faults.py``), a node's raylet and workers killed at once, its
-cell resubmitted from its last checkpoint (``test_cluster_recovery.py``), the full disk (``test_storage_faults.py``), the flaky store
-(``test_flaky_store.py``) and the damaged pack (``test_pack.py``, ``test_verify.py``). All thirteen
-kinds at random moments are the benchmark's (``python benchmarks/chaos.py --rounds 13 --seed 0
---seeds 1 --iterations 30``, about 17 minutes): CI ran them all until its run passed 30 minutes
-(984 s of its 2185, 2026-11-28, docs/how-to/tests.md)."""
+cell resubmitted from its last checkpoint (``test_cluster_recovery.py``), the full disk
+(``test_storage_faults.py``), the flaky store (``test_flaky_store.py``) and the damaged pack
+(``test_pack.py``, ``test_verify.py``). All thirteen kinds at random moments are the benchmark's
+(``python benchmarks/chaos.py --rounds 13 --seed 0 --seeds 1 --iterations 30``, about 17 minutes):
+CI ran them all until its run passed 30 minutes (984 s of its 2185, 2026-11-28,
+docs/how-to/tests.md)."""
 
 import importlib.util
 import json
