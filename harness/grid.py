@@ -356,7 +356,7 @@ def with_overrides(grid: Grid, seeds: int | list[int] | None = None, iterations:
         cells = [replace(c, risk=risk) if c.kind == "bo" else c for c in kept]
         if dropped:
             description = (f"{description}; --risk {risk} left out {len(grid.cells) - len(kept)} "
-                           f"cells of {', '.join(dropped)} (VaR only)").lstrip("; ")
+                           f"cells of {', '.join(dropped)} (which do not optimize {risk})").lstrip("; ")
     if isinstance(seeds, int) and not 1 <= seeds <= MAX_SEEDS:
         raise GridError(f"--seeds must lie in 1..{MAX_SEEDS}, got {seeds}")
     seed_list = None if seeds is None else check_seeds(seeds, "--seeds")

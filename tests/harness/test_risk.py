@@ -97,6 +97,11 @@ def test_risk_override_keeps_the_cells_that_can_and_says_what_it_left_out() -> N
     assert all("cvar" in ALGORITHMS[c.algorithm].risks for c in grid.cells)
     assert {c.algorithm for c in grid.cells} == {"rhokg-apx", "random"}
     assert "left out" in grid.description and "vucb-prob" in grid.description
+    assert "(which do not optimize cvar)" in grid.description
+    # the measure named is the one asked for, not VaR's (it said "(VaR only)" for --risk mean too)
+    dropped = {c.algorithm for c in paper_grid().cells if "mean" not in ALGORITHMS[c.algorithm].risks}
+    mean = with_overrides(paper_grid(), risk="mean").description
+    assert "(which do not optimize mean)" in mean and all(a in mean for a in dropped)
     # every cell that could optimize CVaR is there, with its seeds
     assert len(grid.cells) == sum("cvar" in ALGORITHMS[c.algorithm].risks for c in paper_grid().cells)
 
