@@ -418,7 +418,8 @@ def write_manifest(out: Location | str, grid_name: str, specs: list[CellSpec], s
 
 
 def remove_stale_temporaries(out: Location | str) -> int:
-    """Delete '.'-prefixed ``*.tmp`` files left by a killed writer (its pid no longer runs).
+    """Delete the temporaries of :func:`_write_whole` (``.NAME.PID.tmp``) left by a killed
+    writer (its pid no longer runs). Any other ``.*.tmp`` file is not the harness's and stays.
 
     Object stores get no temporaries: nothing is done there.
 
@@ -433,11 +434,13 @@ def remove_stale_temporaries(out: Location | str) -> int:
     if not is_local(out) or not out.is_dir():
         return 0  # object stores get no temporaries
     for tmp in out.rglob(".*.tmp"):
+        parts = tmp.name.rsplit(".", 2)
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[0][1:]:
+            continue  # not a temporary of ours (no NAME, or no writer's pid)
         try:
-            pid = int(tmp.name.rsplit(".", 2)[-2])
-            os.kill(pid, 0)
+            os.kill(int(parts[1]), 0)
             continue  # its writer is alive
-        except (ValueError, IndexError, ProcessLookupError):
+        except ProcessLookupError:
             pass
         except PermissionError:
             continue  # alive, another user's

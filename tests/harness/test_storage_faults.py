@@ -50,6 +50,24 @@ def test_a_write_syncs_its_data_then_its_folder(tmp_path: Path, monkeypatch: pyt
     assert data < moved < folder
 
 
+def test_only_a_dead_writers_temporaries_are_removed(tmp_path: Path) -> None:
+    """A temporary of :func:`harness.store._write_whole` (``.NAME.PID.tmp``) whose writer no longer
+    runs is deleted; one whose writer runs stays, and so does any other ``.*.tmp`` file (not ours:
+    it once was deleted for having no pid)."""
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    dead = int(done.stdout)  # a pid that ran and ended (reused within a second: vanishingly rare)
+    folder = tmp_path / "cells"
+    folder.mkdir()
+    stale = folder / f".seed0-abc.parquet.{dead}.tmp"
+    live = folder / f".seed1-def.parquet.{os.getpid()}.tmp"
+    foreign = [folder / ".notes.tmp", folder / ".editor.swap.tmp", tmp_path / f".{dead}.tmp"]
+    for path in (stale, live, *foreign):
+        path.write_bytes(b"x")
+    assert store.remove_stale_temporaries(tmp_path) == 1
+    assert not stale.exists() and live.exists() and all(path.exists() for path in foreign)
+
+
 def test_a_refused_write_is_retried_with_pauses_then_given_up() -> None:
     pauses: list[float] = []
     attempts = {"n": 0}
