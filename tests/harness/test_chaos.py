@@ -1,8 +1,9 @@
-"""The chaos run (``benchmarks/chaos.py``) in CI: two rounds against a real grid and its local Ray, at
-random moments, each resumed to its end: two cell files swapped, and the folder read-only for a
-moment (the two kinds after which the driver must exit 1 and its resume rerun cells). No cell may be
-lost, duplicated or differ from an undisturbed run of the grid, no driver may hang or leave a process
-of its Ray behind, and every exit code must tell the truth.
+"""The chaos run (``benchmarks/chaos.py``) in CI: one round against a real grid and its local Ray, the
+results folder read-only for a moment at a random time (the kind whose timing only a real run has:
+cells that end in the window fail, the driver must exit 1 and its resume rerun them), resumed to its
+end. No cell may be lost, duplicated or differ from an undisturbed run of the grid, no driver may
+hang or leave a process of its Ray behind, and every exit code must tell the truth; and the chaos
+run itself keeps working.
 
 Every kind has a test of its own, exact, with its exit codes and rows: a flipped bit, swapped files
 and a truncated file during a run (``test_exit_codes.py``, without Ray), a cell file that cannot be
@@ -30,7 +31,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "chaos.py"
 #: The kinds of fault CI plays against a running grid (the module docstring)
-CI_KINDS = ("swap", "readonly")
+CI_KINDS = ("readonly",)
 
 
 def chaos_module():
@@ -46,7 +47,7 @@ def chaos_module():
 @pytest.mark.slow
 def test_random_faults_lose_nothing_and_every_exit_code_tells_the_truth(tmp_path: Path) -> None:
     """Each of :data:`CI_KINDS` once, at a random moment, judged cell by cell against an undisturbed
-    run. Slow (about three minutes): the undisturbed run and each round start a driver and a local Ray
+    run. Slow (about two minutes): the undisturbed run and each round start a driver and a local Ray
     (the faulted run and its resume), and no cheaper set-up has a real grid's files change under it."""
     chaos = chaos_module()
     assert set(CI_KINDS) < set(chaos.KINDS)
