@@ -62,6 +62,7 @@ from harness.store import (
     DiskFullError,
     clear_checkpoint,
     clear_finished_checkpoints,
+    clear_progress,
     disk_full,
     remove_stale_temporaries,
     write_manifest,
@@ -250,6 +251,10 @@ def _run_and_stop(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], o
             stale = clear_finished_checkpoints(out, [c for c in cells if plan.states[c] == "done"])
             if stale:
                 print(f"removed {stale} checkpoint(s) of cells already written")
+            # so could its progress file: under the lock no other driver runs here, so any is stale
+            # (a run with nothing to run would otherwise never remove it)
+            with contextlib.suppress(Exception):  # advisory, as its writes are
+                clear_progress(out)
             code = _run(args, grid, cells, plan.to_run, plan.costs, out, plan.estimate)
     except UsageError as error:
         print(f"harness.run: error: {error}", file=sys.stderr)

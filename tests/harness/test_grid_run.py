@@ -13,10 +13,18 @@ import torch
 
 from harness.cell import CellSpec, run_cell
 from harness.ray_runner import run_cells
-from harness.results import CHECKPOINT_DIR, ROW_SCHEMA, cell_path, read_metadata, read_results, spec_hash
+from harness.results import (
+    CHECKPOINT_DIR,
+    PROGRESS,
+    ROW_SCHEMA,
+    cell_path,
+    read_metadata,
+    read_results,
+    spec_hash,
+)
 from harness.run import main
 from harness.status import status_table
-from harness.store import write_checkpoint
+from harness.store import write_checkpoint, write_progress
 from tests.harness.faults import fail_vucb_unif, slow_iterations
 from tests.harness.layout import TIMINGS, expected_path
 
@@ -86,13 +94,15 @@ def test_grid_rows_equal_a_direct_run_and_resume_reruns_exactly_the_missing_cell
     assert all(after[p] == before[p] for p in paths if p != victim)
     assert victim.exists() and rows_without_timings(victim) == victim_rows
 
-    # nothing to do: nothing rewritten; a checkpoint of a written cell (left by a run that could not
-    # remove it) is removed, one of a cell of another grid in the same folder is kept
+    # nothing to do: nothing rewritten; a checkpoint of a written cell and a progress file (left by a
+    # run that could not remove them: the folder read-only as it ended, found by the chaos run) are
+    # removed, a checkpoint of a cell of another grid in the same folder is kept
     stale, other_grid = CELLS[3], CellSpec.make("branin-1-1-discrete", "random", 7, 2)
     for spec in (stale, other_grid):
         write_checkpoint(out, spec, b"a checkpoint")
+    write_progress(out, [{"cell": "branin-1-1-discrete/random/seed0", "iteration": 1}])
     assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress"]) == 0
-    assert stats(paths) == after
+    assert stats(paths) == after and not (out / PROGRESS).exists()
     assert [p.relative_to(out).as_posix() for p in (out / CHECKPOINT_DIR).rglob("*") if p.is_file()] == [
         f"{CHECKPOINT_DIR}/branin-1-1-discrete/random/seed7-{spec_hash(other_grid)}.ckpt"]
     assert not (out / CHECKPOINT_DIR / stale.problem / stale.algorithm).exists()  # no empty folder
