@@ -136,7 +136,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=5, help="one-shot points a call (default 5)")
     parser.add_argument("--reps", type=int, default=5, help="timed repetitions of each step (default 5)")
     args = parser.parse_args()
-    name, method, risk, n = args.case.split("/")
+    parts = args.case.split("/")
+    if len(parts) != 4 or not parts[3].isdigit() or args.batch < 1 or args.reps < 1:
+        parser.error(f"--case must be PROBLEM/METHOD/RISK/N with N an integer, --batch and --reps >= 1 "
+                     f"(got {args.case!r}, {args.batch}, {args.reps})")
+    name, method, risk, n = parts
     torch.set_num_threads(1)
     warnings.simplefilter("ignore", NumericalWarning)
     with default_float64():
