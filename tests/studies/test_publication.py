@@ -90,11 +90,83 @@ def test_the_suite_page_shows_the_published_suite() -> None:
     assert suite_page.main(["--check"]) == 0, "the suite page is stale: python -m studies.suite.page"
 
 
+#: A run's ledger of its driver starts (``seen_utc, commit, cpu, vendor, evidence``), beside its cells
+RUNS_LEDGER = "_runs.csv"
+STAGED = ROOT / "docs" / "reproduction" / "_pinned"
+
+
+def resumes_not_covered(files: list[tuple[Path, dict]], ledger: Path) -> list[str]:
+    """The cells resumed from a checkpoint (``provenance.resumed_at``) that a publication may not hold.
+
+    A resume is bit for bit a whole run on the same kind of CPU (``tests/harness/test_checkpoint.py``, in
+    a fresh process too), not across vendors (MKL's code paths differ:
+    docs/reproduction/_pinned/README.md). A checkpoint does not record the host that made it, so a run
+    that resumes keeps a ledger of its driver starts, a row each with the CPU's vendor; a resumed cell is
+    admitted when the ledger exists, every start in it ran on the pin's vendor, and the cell's own
+    provenance names that vendor's CPU with pinned kernels.
+
+    Args:
+        files: the folder's cells and their metadata (:func:`harness.results.cell_files`).
+        ledger: the run's ledger (CSV; may be missing).
+
+    Returns:
+        One line per refused cell: its path and why.
+    """
+    import csv
+
+    from harness.kernels import MKL_CNR_VENDOR
+
+    resumed = [(path, meta["provenance"]) for path, meta in files
+               if (meta.get("provenance") or {}).get("resumed_at") is not None]
+    if not resumed:
+        return []
+    if not ledger.is_file():
+        return [f"{path}: resumed at {p['resumed_at']}, and no ledger {ledger.name}" for path, p in resumed]
+    rows = list(csv.DictReader(ledger.open(newline="")))
+    others = sorted({row["vendor"] for row in rows} - {MKL_CNR_VENDOR})
+    if not rows or others:
+        why = f"the ledger names {', '.join(others)}" if others else "the ledger is empty"
+        return [f"{path}: resumed at {p['resumed_at']}; {why}" for path, p in resumed]
+    vendor_word = {"GenuineIntel": "Intel"}.get(MKL_CNR_VENDOR, MKL_CNR_VENDOR)
+    return [f"{path}: resumed at {p['resumed_at']} on {p.get('cpu')!r} with {p.get('kernels')} kernels"
+            for path, p in resumed if vendor_word not in str(p.get("cpu")) or p.get("kernels") != "pinned"]
+
+
+def test_a_resume_is_admitted_only_on_the_pins_vendor(tmp_path: Path) -> None:
+    """The rule of :func:`resumes_not_covered`, on made-up metadata: it can refuse."""
+    intel = "Intel(R) Xeon(R) Processor (family 6, model 207, stepping 2)"
+    whole = (Path("a.parquet"), {"provenance": {"resumed_at": None, "cpu": "AMD EPYC", "kernels": "native"}})
+    resumed = (Path("b.parquet"), {"provenance": {"resumed_at": 40, "cpu": intel, "kernels": "pinned"}})
+    ledger = tmp_path / RUNS_LEDGER
+    assert resumes_not_covered([whole], ledger) == []  # nothing resumed: no ledger needed
+    assert "no ledger" in resumes_not_covered([whole, resumed], ledger)[0]
+    header = "seen_utc,commit,cpu,vendor,evidence\n"
+    ledger.write_text(header + f'2026-11-28 09:13,7c1c2f9,"{intel}",GenuineIntel,here\n')
+    assert resumes_not_covered([whole, resumed], ledger) == []
+    amd = (Path("c.parquet"), {"provenance": {"resumed_at": 3, "cpu": "AMD EPYC 7B13", "kernels": "pinned"}})
+    assert resumes_not_covered([amd], ledger) == [
+        "c.parquet: resumed at 3 on 'AMD EPYC 7B13' with pinned kernels"]
+    ledger.write_text(ledger.read_text() + "2026-11-28 10:00,7c1c2f9,AMD EPYC 7B13,AuthenticAMD,there\n")
+    assert resumes_not_covered([resumed], ledger) == [
+        "b.parquet: resumed at 40; the ledger names AuthenticAMD"]
+
+
+def test_the_staged_runs_resumed_cells_ran_on_the_pins_vendor() -> None:
+    """The suite's run in progress resumes across sittings: its staged cells are admitted by its ledger
+    (``_pinned/suite-runs.csv``, which moves beside the cells as ``_runs.csv`` at republication)."""
+    from harness.results import cell_files
+
+    files, refused = cell_files(STAGED / "suite")
+    assert not refused, f"unreadable staged cells: {refused[:3]}"
+    assert resumes_not_covered(files, STAGED / "suite-runs.csv") == []
+
+
 @pytest.mark.parametrize("folder", [SUITE, SUITE_EFFORT], ids=["suite", "suite-full-effort"])
-def test_the_suite_is_its_grid_whole_none_resumed(folder: Path) -> None:
+def test_the_suite_is_its_grid_whole_resumed_only_on_the_pins_vendor(folder: Path) -> None:
     """Every cell of the run's grid (its manifest, ``_grid.json``) is published, each run from
-    iteration 0 (no ``provenance.resumed_at``); the manifest is the named grid of today's code, or a
-    run of that grid is staged as in progress (docs/reproduction/_pinned/README.md)."""
+    iteration 0 or resumed only on the pin's vendor (:func:`resumes_not_covered`); the manifest is the
+    named grid of today's code, or a run of that grid is staged as in progress
+    (docs/reproduction/_pinned/README.md)."""
     from analysis.report import read_grid_record
     from harness.grid import named_grids
     from harness.results import cell_files, spec_from_dict, spec_hash
@@ -110,8 +182,8 @@ def test_the_suite_is_its_grid_whole_none_resumed(folder: Path) -> None:
     assert (grid is not None and {spec_hash(c) for c in grid().cells} == manifest) or (
         f"`{record['grid']}`" in staged and "is in progress" in staged), (
         f"{folder.name}: grid {record['grid']!r} is not what was published, and no run of it is staged")
-    resumed = [str(p) for p, meta in files if (meta.get("provenance") or {}).get("resumed_at") is not None]
-    assert not resumed, f"resumed from a checkpoint: {resumed[:3]}"
+    refused_resumes = resumes_not_covered(files, folder / RUNS_LEDGER)
+    assert not refused_resumes, f"resumed cells without a pinned run behind them: {refused_resumes[:3]}"
     # one environment, the pins of constraints.txt, but for pip before the run's venv upgraded it
     # (docs/suite.md says so): the digest of the pins with pip==23.2.1 in place of pip==26.3
     from harness.store import environment_digest
