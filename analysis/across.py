@@ -37,7 +37,7 @@ from analysis.claim_cells import study_cells
 from analysis.data import CELL_KEYS
 from analysis.power import holm
 from analysis.signed_rank import signed_rank_p
-from harness.results import TIMINGS
+from harness.schema import TIMINGS
 from harness.study import NO_STUDY, Study
 
 #: Points of a profile's tau grid.

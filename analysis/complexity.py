@@ -14,7 +14,7 @@ flatten a measured curve, so below the leading term's regime the measured slope 
 smaller.
 
 The timings come from the timing cells of a complexity grid (``python -m harness.run --grid
-NAME``; :mod:`harness.complexity`, read by :func:`harness.results.read_timings`);
+NAME``; :mod:`harness.complexity`, read by :func:`harness.frames.read_timings`);
 :func:`timing_points` turns them into the (method, varied, size, fixed, seconds) frame that
 :func:`slope_table` fits.
 """
@@ -187,7 +187,7 @@ def timing_points(timings: pd.DataFrame, clock: str = "cpu_seconds",
     (the fit does not depend on the method).
 
     Args:
-        timings: :func:`harness.results.read_timings` output.
+        timings: :func:`harness.frames.read_timings` output.
         clock: ``"cpu_seconds"`` (default: process CPU time, robust to other processes on the machine) or
             ``"seconds"`` (wall clock).
         complexity: the study's method labels (:class:`harness.study.Complexity`).
@@ -216,7 +216,7 @@ def median_table(timings: pd.DataFrame, clock: str = "cpu_seconds",
     """Median and interquartile range of each (method, ``|D|``, ``|Dz|``) over its repeats.
 
     Args:
-        timings: :func:`harness.results.read_timings` output.
+        timings: :func:`harness.frames.read_timings` output.
         clock: the clock read, as in :func:`timing_points`.
         complexity: the study's method labels, as in :func:`timing_points`.
 

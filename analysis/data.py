@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from algorithms.gp import DEFAULT_GP
-from harness.results import read_metadata, read_results, result_files
+from harness.frames import read_results
+from harness.results import read_metadata, result_files
 from problems.measures import RISK_MEASURES
 
 #: Columns that identify a series (one line of a figure, one side of a paired test).
@@ -59,7 +60,7 @@ class NegativeRegretError(ValueError):
 def load_results(out: Path) -> tuple[pd.DataFrame, dict[str, dict]]:
     """The rows of every finished cell under ``out``, and the cells' metadata.
 
-    The rows are those of :func:`harness.results.read_results`, with ``iterations`` and ``options`` taken from
+    The rows are those of :func:`harness.frames.read_results`, with ``iterations`` and ``options`` taken from
     each file's ``varbo`` metadata (``options`` holds the cell's settings, :func:`settings_json`: its GP
     profile too, when not the default). ``read_results`` passes ``schema=ROW_SCHEMA`` to ``pq.read_table``,
     which drops the file's metadata, so its ``iterations`` come back null and its ``options`` always ``{}``;
@@ -71,7 +72,7 @@ def load_results(out: Path) -> tuple[pd.DataFrame, dict[str, dict]]:
 
     Returns:
         (frame, metas), where ``frame`` has one row per stored iteration of a cell, the columns of
-        :data:`harness.results.ROW_SCHEMA` and ``optimum_lower_bound`` (when not empty), and ``metas`` is each
+        :data:`harness.schema.ROW_SCHEMA` and ``optimum_lower_bound`` (when not empty), and ``metas`` is each
         optimization cell's metadata by spec hash (timing cells left out).
     """
     frame = read_results(out)

@@ -66,7 +66,8 @@ from analysis.report_sections import document
 from analysis.summary import final_summary
 from analysis.timing import ratio_table, timing_table
 from harness.cli import exit_with
-from harness.results import MANIFEST, DamagedFileError, location, read_manifest, read_timings
+from harness.frames import read_timings
+from harness.results import MANIFEST, DamagedFileError, location, read_manifest
 from harness.study import NO_STUDY, Study, load_study, study_of_grid
 from problems.measures import DEFAULT_RISK, WORST_CASE
 

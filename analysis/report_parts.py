@@ -131,7 +131,7 @@ def complexity_section(doc: Document, timings: pd.DataFrame, out: Path, paths: d
 
     Args:
         doc: the report being written.
-        timings: the timing cells' rows (:func:`harness.results.read_timings`).
+        timings: the timing cells' rows (:func:`harness.frames.read_timings`).
         out: the report folder the files are written to.
         paths: the report's files by name, to which the CSVs and figures are added.
         complexity: the study's labels, formulas and note (:class:`harness.study.Complexity`).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.data import CELL_KEYS, SERIES_KEYS, options_text
-from harness.results import TIMINGS
+from harness.schema import TIMINGS
 from harness.study import NO_STUDY, Cheaper, Study
 
 

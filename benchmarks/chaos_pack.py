@@ -60,7 +60,7 @@ REFUSED_EXIT = 3
 #: commands print theirs), or the rows to a Parquet file for the round to compare.
 READ_ROWS = (
     "import sys\n"
-    "from harness.results import DamagedFileError, read_results\n"
+    "from harness.frames import read_results\nfrom harness.results import DamagedFileError\n"
     "try:\n"
     "    frame = read_results(sys.argv[1])\n"
     "except DamagedFileError as error:\n"

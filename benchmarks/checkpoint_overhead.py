@@ -45,7 +45,7 @@ def main() -> None:
           f"median {1e3 * statistics.median(times):.2f} ms, max {1e3 * max(times):.2f} ms, "
           f"size median {statistics.median(sizes) / 1e3:.1f} kB, max {max(sizes) / 1e3:.1f} kB")
     if args.results:
-        from harness.results import read_results
+        from harness.frames import read_results
 
         frame = read_results(args.results)
         rho = frame[(frame.algorithm == "rhokg-apx") & (frame.problem == args.problem)]

@@ -17,7 +17,7 @@ import sys
 from harness.cell import run_cell
 from harness.estimates import estimate_seconds
 from harness.grid import smoke_options
-from harness.results import TIMINGS
+from harness.schema import TIMINGS
 from harness.spec import CellSpec
 from problems import get_problem
 

@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere: the packages of 
     sys.path.insert(0, str(ROOT))
 
 from harness.kernels import NATIVE_VARIABLE, PINNED, cpu_model, older_host_environment  # noqa: E402
-from harness.results import TIMINGS  # noqa: E402
+from harness.schema import TIMINGS  # noqa: E402
 
 #: name -> (problem, algorithm, iterations, smoke grid's reduced options or not)
 CELLS = {
@@ -57,8 +57,8 @@ def environments() -> dict[str, dict[str, str]]:
 
 def run(cell: str, env: dict[str, str], out: Path) -> tuple[list[tuple], float]:
     """One run of ``cell``: its rows (the compared columns) and compute seconds per iteration."""
+    from harness.frames import read_results
     from harness.grid import smoke_options
-    from harness.results import read_results
 
     problem, algorithm, iterations, reduced = CELLS[cell]
     argv = [sys.executable, "-m", "harness.run", "--problem", problem, "--algorithm", algorithm,

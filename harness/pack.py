@@ -35,13 +35,13 @@ from harness.cli import EXIT_USAGE, Parser, UsageError, exit_with
 from harness.results import (
     CHECKPOINT_DIR,
     PROGRESS,
-    SCHEMAS,
     cell_files,
     check_cell_file,
     packs,
     read_cell,
     table_checksum,
 )
+from harness.schema import SCHEMAS
 from harness.store import write_atomic, write_compact
 
 PROG = "python -m harness.pack"

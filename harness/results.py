@@ -1,7 +1,7 @@
-"""Reading the results store: where each cell's file lives, the fixed schemas, and the readers
-the analysis uses (every finished cell as one table, timing cells, metadata, failure records, the
-grid's manifest, the checks of a file). Writing (cells, checkpoints, failure records, the manifest)
-is :mod:`harness.store`.
+"""Reading the results store: where each cell's file lives, the readers of one cell file (its table,
+its metadata), failure records, the grid's manifest and the checks of a file. The fixed schemas are
+:mod:`harness.schema`'s; a whole folder as DataFrames for the analysis, :mod:`harness.frames`'s.
+Writing (cells, checkpoints, failure records, the manifest) is :mod:`harness.store`.
 
 Layout: ``OUT/<problem>/<algorithm>/seed<seed>-<spec hash>.parquet``; failure records (JSON, kept
 apart from results) at ``OUT/_failed/<problem>/<algorithm>/seed<seed>-<spec hash>.json``; the grid's
@@ -11,11 +11,6 @@ cells as if each had its own file. The hash covers the full cell
 spec, so a changed spec (iterations, alpha, options) is never mistaken for a finished cell. Each file
 is written to a '.'-prefixed temporary name in the same folder and then renamed over its final name,
 so a crash leaves either the complete file or nothing (readers skip '.'-prefixed files).
-
-The schema is fixed (:data:`ROW_SCHEMA`): every file has the same column types whatever the
-algorithm, so a folder of them reads as one table without type-merge errors. Timing cells of the
-complexity study (``kind = "timing"``) have their own fixed schema (:data:`TIMING_SCHEMA`) and are
-read by :func:`read_timings`; :func:`read_results` reads BO cells only.
 
 Where: a local folder, or a URI (``s3://bucket/prefix``, ``gs://bucket/prefix``, ``file:///path``)
 through fsspec's universal_pathlib (:func:`location`). An object store has no rename, but a single
@@ -31,90 +26,15 @@ import os
 import warnings
 from pathlib import Path, PurePath
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from algorithms.gp import DEFAULT_GP
 from harness import packed
 from harness.remote import storage_options
+from harness.schema import OLDER_ROW_SCHEMAS, READABLE_SCHEMAS, ROW_SCHEMA, SCHEMAS
 from harness.spec import CellSpec
 from problems.measures import DEFAULT_RISK
-
-_float_list = pa.list_(pa.float64())
-
-#: Column name -> type of every row of every cell file.
-ROW_SCHEMA = pa.schema([
-    ("problem", pa.string()),
-    ("algorithm", pa.string()),
-    ("seed", pa.int64()),
-    ("iteration", pa.int64()),
-    ("alpha", pa.float64()),
-    ("target", pa.string()),  # "var", "cvar" or "worst_case": which optimum the regret is against
-    ("optimum", pa.float64()),
-    ("x", _float_list),
-    ("z", _float_list),
-    ("y", pa.float64()),
-    ("x_rec", _float_list),
-    ("var_rec", pa.float64()),  # true VaR_alpha(f(x_rec, Z))
-    ("worst_rec", pa.float64()),  # true min_z f(x_rec, z)
-    ("regret", pa.float64()),  # optimum - (var_rec, cvar_rec or worst_rec), never clipped
-    ("x_rec_theory", _float_list),  # x_{t*}, t* = argmax_t VaR(l_{t-1}(x_t, Z))
-    ("regret_theory", pa.float64()),
-    ("var_mean_rec", pa.float64()),  # the model's estimate at x_rec of the cell's risk measure (VaR or CVaR)
-    ("beta", pa.float64()),
-    ("lv_count", pa.int64()),
-    ("var_upper", pa.float64()),
-    ("var_lower", pa.float64()),
-    ("n_obs", pa.int64()),
-    ("fit_refit", pa.bool_()),
-    ("fit_ok", pa.bool_()),
-    ("fit_message", pa.string()),
-    ("t_fit_s", pa.float64()),
-    ("t_acq_s", pa.float64()),
-    ("t_rec_s", pa.float64()),
-    ("t_eval_s", pa.float64()),
-])
-#: A row's timings in seconds (the model update, the proposal, the recommendation, the evaluation of
-#: f), whose sum is the iteration's compute time.
-TIMINGS = ("t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s")
-#: Files written before the GP's hyperparameters were stored: read with the ``gp_*`` columns null.
-ROW_SCHEMA_V1 = ROW_SCHEMA
-#: The fitted hyperparameters after each iteration's model update (:func:`algorithms.gp.hyperparameters`).
-ROW_SCHEMA_V2 = ROW_SCHEMA_V1.append(pa.field("gp_lengthscale", _float_list)).append(
-    pa.field("gp_outputscale", pa.float64())).append(pa.field("gp_noise", pa.float64())).append(
-    pa.field("gp_mean", pa.float64()))
-#: The proposal's whole ``info`` as JSON text (null at iteration 0; older files read it as null).
-ROW_SCHEMA_V3 = ROW_SCHEMA_V2.append(pa.field("info", pa.string()))
-#: The true CVaR_alpha(f(x_rec, Z)) of the recommendation: set in the cells that optimize CVaR
-#: (``risk = "cvar"``), null in the others (and in older files).
-ROW_SCHEMA_V4 = ROW_SCHEMA_V3.append(pa.field("cvar_rec", pa.float64()))
-#: The true E_Z[f(x_rec, Z)] of the recommendation: set in the cells that optimize the expectation
-#: (``risk = "mean"``), null in the others (and in older files).
-ROW_SCHEMA = ROW_SCHEMA_V4.append(pa.field("mean_rec", pa.float64()))
-#: Older BO schemas, newest first: each is a prefix of the current one, read with the rest null.
-OLDER_ROW_SCHEMAS = (ROW_SCHEMA_V4, ROW_SCHEMA_V3, ROW_SCHEMA_V2, ROW_SCHEMA_V1)
-
-#: Column name -> type of every row of every timing-cell file (one row per timed call).
-TIMING_SCHEMA = pa.schema([
-    ("problem", pa.string()),
-    ("algorithm", pa.string()),
-    ("seed", pa.int64()),
-    ("n_obs", pa.int64()),  # |D|
-    ("n_z", pa.int64()),  # |Dz|: support size (discrete Z) or samples of Z per estimate
-    ("z_kind", pa.string()),  # "discrete" or "continuous"
-    ("what", pa.string()),  # "fit" or "acquisition"
-    ("repeat", pa.int64()),  # 1..repeats (the warm-up call is not stored)
-    ("seconds", pa.float64()),  # wall clock
-    ("cpu_seconds", pa.float64()),  # process CPU time
-    ("threads", pa.int64()),  # torch threads (1)
-])
-
-#: The schema of each kind of cell file.
-SCHEMAS = {"bo": ROW_SCHEMA, "timing": TIMING_SCHEMA}
-#: Every schema a readable file of each kind may have (the current one first).
-READABLE_SCHEMAS = {"bo": (ROW_SCHEMA, *OLDER_ROW_SCHEMAS), "timing": (TIMING_SCHEMA,)}
-
 
 #: A results location: a local ``Path``, or a ``upath.UPath`` for a URI.
 Location = PurePath
@@ -214,14 +134,22 @@ def _read_schema(path: Location) -> pa.Schema:
         return pq.read_schema(stream)
 
 
-def _read_table(path: Location, schema: pa.Schema = ROW_SCHEMA) -> pa.Table:
-    """The file's table with ``schema``; a BO file of an older schema (:data:`OLDER_ROW_SCHEMAS`)
-    comes back with the columns it lacks null."""
+def read_table(path: Location, schema: pa.Schema = ROW_SCHEMA) -> pa.Table:
+    """A cell file's table.
+
+    Args:
+        path: the cell file.
+        schema: the schema to read it with; a BO file of an older schema (:data:`OLDER_ROW_SCHEMAS`)
+            comes back with the columns it lacks null.
+
+    Returns:
+        The table, with ``schema``'s columns.
+    """
     if schema is ROW_SCHEMA:
         names = _read_schema(path).names
         for older in OLDER_ROW_SCHEMAS:
             if names == older.names:
-                old = _read_table(path, older)
+                old = read_table(path, older)
                 for field in ROW_SCHEMA:
                     if field.name not in older.names:
                         old = old.append_column(field, pa.nulls(old.num_rows, field.type))
@@ -428,7 +356,7 @@ def _check(path: Location) -> tuple[str | None, dict | None]:
     if spec_hash(spec) != path.stem.rsplit("-", 1)[-1]:
         return "its recorded spec does not match its name", None
     try:  # the data too, not only the footer: a damaged data page would otherwise count as done
-        table = _read_table(path, SCHEMAS[spec.kind])
+        table = read_table(path, SCHEMAS[spec.kind])
     except Exception as error:  # pyarrow raises several types for damaged pages
         return f"damaged data ({type(error).__name__})", None
     if "rows" in meta and table.num_rows != meta["rows"]:
@@ -440,8 +368,15 @@ def _check(path: Location) -> tuple[str | None, dict | None]:
     return None, meta
 
 
-def _scan(out: Location | str) -> tuple[list[tuple[Location, dict]], list[tuple[Location, str]]]:
-    """The cell files under ``out`` with their metadata, and the refused files with the reason."""
+def scan_cells(out: Location | str) -> tuple[list[tuple[Location, dict]], list[tuple[Location, str]]]:
+    """The cell files under ``out`` (packs read as their cells) and the files refused.
+
+    Args:
+        out: the results folder.
+
+    Returns:
+        The cell files with their metadata, and the refused files with the reason.
+    """
     out = location(out)
     if not out.is_dir():
         return [], []
@@ -497,7 +432,7 @@ def cell_files(out: Location | str) -> tuple[list[tuple[Location, dict]], list[t
         :func:`result_files`), and ``bad`` each refused ``*.parquet`` file with the reason
         (:func:`invalid_files`), both sorted by path.
     """
-    return _scan(out)
+    return scan_cells(out)
 
 
 def read_cell(path: Location) -> tuple[dict, pa.Table]:
@@ -517,7 +452,7 @@ def read_cell(path: Location) -> tuple[dict, pa.Table]:
     if reason is not None:
         raise DamagedFileError(f"{path} cannot be read as a cell file: {reason}")
     kind = meta["spec"].get("kind", "bo")
-    return meta, _read_table(path, SCHEMAS[kind]).replace_schema_metadata(None)
+    return meta, read_table(path, SCHEMAS[kind]).replace_schema_metadata(None)
 
 
 def file_label(path: Location) -> str:
@@ -592,7 +527,7 @@ def result_files(out: Location | str) -> list[Location]:
     Returns:
         The files (packed cells as :class:`harness.packed.PackedCell`), sorted by path.
     """
-    return [path for path, _ in _scan(out)[0]]
+    return [path for path, _ in scan_cells(out)[0]]
 
 
 def invalid_files(out: Location | str) -> list[tuple[Location, str]]:
@@ -607,7 +542,7 @@ def invalid_files(out: Location | str) -> list[tuple[Location, str]]:
     Returns:
         (file, reason) of each, sorted by path.
     """
-    return _scan(out)[1]
+    return scan_cells(out)[1]
 
 
 def failure_files(out: Location | str) -> list[Location]:
@@ -621,98 +556,6 @@ def failure_files(out: Location | str) -> list[Location]:
     """
     folder = location(out) / FAILED_DIR
     return sorted(folder.rglob("*.json")) if folder.is_dir() else []
-
-
-def read_results(out: Location | str) -> pd.DataFrame:
-    """Every finished cell under ``out`` as one DataFrame.
-
-    Files are read one by one with the fixed schema and concatenated, so no type merging or partition
-    inference happens (pandas 3 / pyarrow 26 safe). Files of the older schema read with null ``gp_*`` columns.
-    Damaged files (:func:`is_damage`) are refused, as a folder read with a file left out would give other
-    statistics without a word; files that are no cells of this harness (:func:`invalid_files`) are skipped
-    with a warning that names them. Timing cells are not read (:func:`read_timings`).
-
-    Args:
-        out: the results folder.
-
-    Returns:
-        A frame with one row per stored iteration of a BO cell, the columns of :data:`ROW_SCHEMA` plus
-        ``spec_hash`` (the file's, which tells apart cells that differ in iterations, alpha or options),
-        ``iterations`` (the cell's planned count), ``options`` (canonical JSON of its options), ``gp`` (its GP
-        profile) and ``risk`` (the risk measure it optimizes, one of :data:`problems.measures.RISKS`). An
-        empty folder gives an empty frame with these columns.
-
-    Raises:
-        DamagedFileError: naming the first damaged file (a pack by its file) and how to repair it.
-    """
-    out = location(out)
-    tables = []
-    good, bad = _scan(out)
-    refuse_damage(bad)
-    for path, meta in good:
-        if meta.get("spec", {}).get("kind", "bo") != "bo":  # timing cells: read_timings
-            continue
-        try:
-            table = _read_table(path)
-        except Exception as error:  # damaged since the scan: refused as the scan refuses
-            raise damaged([(path, f"unreadable ({type(error).__name__})")]) from None
-        n = table.num_rows
-        spec = meta.get("spec", {})
-        table = table.replace_schema_metadata(None)
-        table = table.append_column("spec_hash", pa.array([path.stem.rsplit("-", 1)[-1]] * n, pa.string()))
-        table = table.append_column("iterations", pa.array([meta.get("iterations")] * n, pa.int64()))
-        options = json.dumps(dict(spec.get("options", [])), sort_keys=True)
-        table = table.append_column("options", pa.array([options] * n, pa.string()))
-        table = table.append_column("gp", pa.array([spec.get("gp", DEFAULT_GP)] * n, pa.string()))
-        table = table.append_column("risk", pa.array([spec.get("risk", DEFAULT_RISK)] * n, pa.string()))
-        tables.append(table)
-    if not tables:
-        schema = ROW_SCHEMA.append(pa.field("spec_hash", pa.string())).append(
-            pa.field("iterations", pa.int64())).append(pa.field("options", pa.string())).append(
-            pa.field("gp", pa.string())).append(pa.field("risk", pa.string()))
-        return schema.empty_table().to_pandas()
-    return pa.concat_tables(tables).to_pandas()
-
-
-def read_timings(out: Location | str) -> pd.DataFrame:
-    """Every finished timing cell under ``out`` as one DataFrame.
-
-    Files that are not cell files are refused or skipped, as by :func:`read_results`; BO cells are not read.
-
-    Args:
-        out: the results folder.
-
-    Returns:
-        A frame with one row per timed call, the columns of :data:`TIMING_SCHEMA` plus ``spec_hash`` and
-        ``options`` (canonical JSON of the algorithm options, the state options ``n_obs``, ``n_z`` and
-        ``repeats`` left out); empty, with these columns, without timing cells.
-
-    Raises:
-        DamagedFileError: naming the first damaged file and how to repair it.
-    """
-    tables = []
-    good, bad = _scan(location(out))
-    refuse_damage(bad)
-    for path, meta in good:
-        spec = meta.get("spec", {})
-        if spec.get("kind", "bo") != "timing":
-            continue
-        try:
-            table = _read_table(path, TIMING_SCHEMA)
-        except Exception as error:  # damaged since the scan: refused as the scan refuses
-            raise damaged([(path, f"unreadable ({type(error).__name__})")]) from None
-        n = table.num_rows
-        state = ("n_obs", "n_z", "repeats")
-        options = json.dumps({k: v for k, v in spec.get("options", []) if k not in state}, sort_keys=True)
-        table = table.replace_schema_metadata(None)
-        table = table.append_column("spec_hash", pa.array([path.stem.rsplit("-", 1)[-1]] * n, pa.string()))
-        table = table.append_column("options", pa.array([options] * n, pa.string()))
-        tables.append(table)
-    if not tables:
-        schema = TIMING_SCHEMA.append(pa.field("spec_hash", pa.string())).append(
-            pa.field("options", pa.string()))
-        return schema.empty_table().to_pandas()
-    return pa.concat_tables(tables).to_pandas()
 
 
 def read_progress(out: Location | str) -> dict | None:

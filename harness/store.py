@@ -35,7 +35,6 @@ from harness.results import (
     FAILED_DIR,
     MANIFEST,
     PROGRESS,
-    SCHEMAS,
     Location,
     cell_path,
     failure_path,
@@ -44,6 +43,7 @@ from harness.results import (
     spec_hash,
     table_checksum,
 )
+from harness.schema import SCHEMAS
 from harness.spec import CellResult, CellSpec
 
 #: The folder of the distributions Ray vendors (see :func:`installed_distributions`).
@@ -169,7 +169,7 @@ def provenance() -> dict:
 def to_table(result: CellResult, extra_metadata: dict | None = None) -> pa.Table:
     """The cell's rows as a table of its kind's schema, its metadata in the schema's key ``varbo``.
 
-    The schema is :data:`harness.results.SCHEMAS`'s.
+    The schema is :data:`harness.schema.SCHEMAS`'s.
 
     Args:
         result: the cell's rows and metadata.

@@ -274,6 +274,21 @@ _STUDY_KEYS = {"name", "description", "baseline", "grids", "claims", "figures", 
                "across_problems", "reduced_effort", "problem_options"}
 
 
+def _study_table(path: Path) -> dict:
+    """The study file's top-level table, its keys checked; a ``ValueError`` of one line otherwise."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as error:
+        raise ValueError(f"study {path}: cannot read it: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"study {path}: not valid TOML: {error}") from None
+    unknown = set(data) - _STUDY_KEYS
+    if unknown:
+        raise ValueError(f"study {path}: unknown key {sorted(unknown)[0]!r}; "
+                         f"valid: {', '.join(sorted(_STUDY_KEYS))}")
+    return data
+
+
 def study_from_toml(path: Path, check: bool = True) -> Study:
     """A study written as a TOML file.
 
@@ -324,16 +339,7 @@ def study_from_toml(path: Path, check: bool = True) -> Study:
         ValueError: one line, for anything wrong (a file that cannot be read or is not TOML, an unknown key, a
             bad value, a name that does not exist).
     """
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as error:
-        raise ValueError(f"study {path}: cannot read it: {error.strerror or error}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"study {path}: not valid TOML: {error}") from None
-    unknown = set(data) - _STUDY_KEYS
-    if unknown:
-        raise ValueError(f"study {path}: unknown key {sorted(unknown)[0]!r}; "
-                         f"valid: {', '.join(sorted(_STUDY_KEYS))}")
+    data = _study_table(path)
     try:
         claims = _list(data.get("claims", []), "claims")
         figures = _list(data.get("figures", []), "figures")

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from harness.results import ROW_SCHEMA
+from harness.schema import ROW_SCHEMA
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

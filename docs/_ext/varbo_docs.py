@@ -14,7 +14,7 @@
   the algorithm's declaration, ``algorithms.options``);
 * ``{varbo-grids}``: the named grids with their sizes and descriptions (``harness.grid.named_grids()``);
 * ``{varbo-grid-keys}``: the keys a grid file accepts, at the top and in a ``[[cells]]`` block;
-* ``{varbo-columns}``: the columns of a cell's rows (``harness.results.ROW_SCHEMA``) with their types.
+* ``{varbo-columns}``: the columns of a cell's rows (``harness.schema.ROW_SCHEMA``) with their types.
 
 Each renders the Markdown of ``varbo_generated.py`` (MyST parses it; the two section directives
 build their sections as nodes and parse their contents), so that a problem or an algorithm lands as

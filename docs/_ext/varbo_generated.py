@@ -189,7 +189,7 @@ def grid_keys_table() -> str:
 
 def columns_table() -> str:
     """The columns of a BO cell's rows, with their Arrow types, in the files' order."""
-    from harness.results import ROW_SCHEMA
+    from harness.schema import ROW_SCHEMA
 
     return table(["column", "type"], [[f"`{f.name}`", f"`{f.type}`"] for f in ROW_SCHEMA])
 

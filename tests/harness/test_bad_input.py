@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.cell import CellSpec, run_cell
+from harness.frames import read_results
 from harness.grid_cli import classify
-from harness.results import DamagedFileError, cell_path, invalid_files, read_results, result_files
+from harness.results import DamagedFileError, cell_path, invalid_files, result_files
 from harness.run import main
 from harness.status import main as status_main
 from harness.store import write_cell, write_manifest

@@ -8,8 +8,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness.results import ROW_SCHEMA, read_metadata
+from harness.results import read_metadata
 from harness.run import main
+from harness.schema import ROW_SCHEMA
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -102,7 +103,9 @@ def test_files_of_the_schema_before_the_gp_columns_still_read(tmp_path: Path) ->
     import pyarrow as pa
 
     from harness.cell import CellSpec, run_cell
-    from harness.results import ROW_SCHEMA_V1, cell_path, check_cell_file, read_results
+    from harness.frames import read_results
+    from harness.results import cell_path, check_cell_file
+    from harness.schema import ROW_SCHEMA_V1
     from harness.store import to_table
 
     spec = CellSpec.make("branin-1-1-discrete", "random", 0, 1)
@@ -127,7 +130,9 @@ def test_files_of_the_schema_before_the_gp_columns_still_read(tmp_path: Path) ->
 def test_files_of_the_schema_before_the_info_column_still_read(tmp_path: Path) -> None:
     # a file as the store wrote it before the proposal's info was stored whole: info null
     from harness.cell import CellSpec, run_cell
-    from harness.results import ROW_SCHEMA_V2, cell_path, check_cell_file, read_results, table_checksum
+    from harness.frames import read_results
+    from harness.results import cell_path, check_cell_file, table_checksum
+    from harness.schema import ROW_SCHEMA_V2
     from harness.store import to_table
 
     spec = CellSpec.make("branin-1-1-discrete", "vucb-prob", 0, 1)

@@ -19,10 +19,12 @@ import pytest
 import torch
 
 from harness.cell import CellSpec, run_cell
+from harness.frames import read_results
 from harness.kernels import PINNED
 from harness.ray_runner import run_cells
 from harness.ray_session import start_ray
-from harness.results import ROW_SCHEMA, cell_files, cell_path, read_results, result_files
+from harness.results import cell_files, cell_path, result_files
+from harness.schema import ROW_SCHEMA
 from harness.store import read_checkpoint
 from tests.harness.faults import slow_cell, slow_iterations
 from tests.harness.layout import TIMINGS

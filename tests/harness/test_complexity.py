@@ -23,16 +23,10 @@ from harness.complexity import (
     observations,
     timed_problem,
 )
+from harness.frames import read_results, read_timings
 from harness.grid import resolve_grid
-from harness.results import (
-    TIMING_SCHEMA,
-    cell_path,
-    check_cell_file,
-    read_results,
-    read_timings,
-    spec_from_dict,
-    spec_hash,
-)
+from harness.results import cell_path, check_cell_file, spec_from_dict, spec_hash
+from harness.schema import TIMING_SCHEMA
 from harness.store import write_cell
 from studies.nguyen2021.complexity import METHODS
 

@@ -17,8 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.cell import CellSpec, run_cell
+from harness.frames import read_results
 from harness.grid import smoke_grid
-from harness.results import ROW_SCHEMA, read_results
+from harness.schema import ROW_SCHEMA
 from problems import build_problem
 from studies.nguyen2021.study import SIMULATED
 from tests.harness.layout import TIMINGS, expected_path, visible_parquet

@@ -12,17 +12,11 @@ import pytest
 import torch
 
 from harness.cell import CellSpec, run_cell
+from harness.frames import read_results
 from harness.ray_runner import run_cells
-from harness.results import (
-    CHECKPOINT_DIR,
-    PROGRESS,
-    ROW_SCHEMA,
-    cell_path,
-    read_metadata,
-    read_results,
-    spec_hash,
-)
+from harness.results import CHECKPOINT_DIR, PROGRESS, cell_path, read_metadata, spec_hash
 from harness.run import main
+from harness.schema import ROW_SCHEMA
 from harness.status import status_table
 from harness.store import write_checkpoint, write_progress
 from tests.harness.faults import fail_vucb_unif, slow_iterations

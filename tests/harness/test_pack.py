@@ -15,19 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.cell import run_cell
+from harness.frames import read_results
 from harness.pack import main as pack_main
 from harness.packed import DIGESTS, PACK_KEY, PACK_SUFFIX, PackedCell, file_digest
-from harness.results import (
-    ROW_SCHEMA,
-    ROW_SCHEMA_V4,
-    cell_files,
-    cell_path,
-    check_cell_file,
-    invalid_files,
-    read_cell,
-    read_results,
-    table_checksum,
-)
+from harness.results import cell_files, cell_path, check_cell_file, invalid_files, read_cell, table_checksum
+from harness.schema import ROW_SCHEMA, ROW_SCHEMA_V4
 from harness.spec import CellSpec
 from harness.store import write_cell, write_manifest
 from harness.verify import main as verify_main

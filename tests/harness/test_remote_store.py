@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.cell import CellSpec
-from harness.results import cell_path, location, read_results, result_files
+from harness.frames import read_results
+from harness.results import cell_path, location, result_files
 from harness.run import main
 from harness.status import main as status_main
 

@@ -11,9 +11,10 @@ import torch
 
 from algorithms import ALGORITHMS
 from harness.cell import CellSpec, run_cell
+from harness.frames import read_results
 from harness.grid import parse_grid, with_overrides
 from harness.grid_cells import GridError
-from harness.results import read_results, spec_hash
+from harness.results import spec_hash
 from harness.run import main
 from harness.store import write_cell
 from problems import build_problem

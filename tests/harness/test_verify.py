@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import kernels, verify
+from harness import kernels, verify, verify_env
 from harness.cell import run_cell
 from harness.grid_cells import select
 from harness.results import cell_files, cell_path, read_metadata, spec_from_dict
@@ -112,7 +112,7 @@ def test_a_stored_y_one_ulp_off_is_named_with_its_iteration_and_column(
 def test_constraints_that_pin_other_versions_are_named_as_a_warning(
         tmp_path: Path, results: dict, capsys: pytest.CaptureFixture) -> None:
     write(tmp_path, results, RANDOM)
-    here = verify.parse_pins(installed_distributions())
+    here = verify_env.parse_pins(installed_distributions())
     (tmp_path / "constraints.txt").write_text(
         f"# pins\nnumpy==0.0.1\nno-such-dist==1.0\ntorch=={here['torch']}\n")
     assert verify.main([str(tmp_path)]) == 0  # a warning, not an error
@@ -186,7 +186,7 @@ def test_ctrl_c_is_exit_130_and_one_line(tmp_path: Path, results: dict, capsys: 
 
 
 def test_the_sample_is_reproducible_and_its_size_is_n() -> None:
-    cells = [verify.Cell(Path(f"c{i}"), replace(RANDOM, seed=i), {}) for i in range(20)]
+    cells = [verify_env.Cell(Path(f"c{i}"), replace(RANDOM, seed=i), {}) for i in range(20)]
     first = verify.sample(cells, 5, seed=0)
     assert len(first) == 5 and first == verify.sample(cells, 5, seed=0)
     assert first == sorted(first, key=cells.index)  # in the folder's order
@@ -273,7 +273,7 @@ def test_the_distributions_ray_vendors_leave_the_environment_list_alone(monkeypa
 
 
 def test_the_host_report_names_what_differs_from_here() -> None:
-    from harness.verify import Cell, host_report
+    from harness.verify_env import Cell, host_report
 
     here = {"kernels": "pinned", "torch_cpu": "AVX2", "isa": "x86-64-v4", "cpu": "A (family 6, model 1)"}
     spec = CellSpec.make("branin-1-1-discrete", "random", 0, 3)

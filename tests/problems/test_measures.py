@@ -63,7 +63,7 @@ def test_each_measure_of_a_problem_at_x_is_the_measure_of_its_support_values() -
 
 
 def test_the_registry_is_the_one_list_of_names() -> None:
-    from harness.results import ROW_SCHEMA
+    from harness.schema import ROW_SCHEMA
 
     assert RISKS == ("var", "cvar", "mean") and RISKS[0] == DEFAULT_RISK
     assert "worst_case" in RISK_MEASURES and "worst_case" not in RISKS  # StableOpt's target only
