@@ -28,7 +28,10 @@ hyperparameters, the states of every random stream, the algorithm's state) as by
 iteration, at most every ``checkpoint_every_s`` seconds (default 5 s: every iteration of a slow
 algorithm, a few per cell of a fast one); ``run_cell(spec, checkpoint=those bytes)`` resumes after
 that iteration and gives the same rows as an uninterrupted run (timings aside). Where the bytes are kept
-is the caller's business (the grid keeps them in its results store); run_cell does no I/O.
+is the caller's business (the grid keeps them in its results store); run_cell does no I/O. A caller
+that says which host runs the call (``host``) has it kept in the checkpoints with the iteration it
+started from, so that a resumed cell's metadata lists the hosts of its parts (``segments``): a resume
+gives a whole run's bits only on the same kind of CPU.
 
 The cell runs on one torch thread (and restores the caller's count after): torch sums a large
 reduction in one chunk per thread, so the rows would depend on the caller's thread count.
@@ -45,7 +48,7 @@ import io
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 
@@ -110,7 +113,8 @@ CHECKPOINT_EVERY_S = 5.0
 
 def run_cell(spec: CellSpec, checkpoint: bytes | None = None,
              on_checkpoint: Callable[[bytes, int], None] | None = None,
-             checkpoint_every_s: float = CHECKPOINT_EVERY_S, threads: int = 1) -> CellResult:
+             checkpoint_every_s: float = CHECKPOINT_EVERY_S, threads: int = 1,
+             host: Mapping[str, str] | None = None) -> CellResult:
     """Run one cell; see the module docstring.
 
     It raises on bad names or options. A timing cell (``spec.kind == "timing"``) is handed to
@@ -126,6 +130,10 @@ def run_cell(spec: CellSpec, checkpoint: bytes | None = None,
         threads: torch threads during the cell (restored after). A cell's rows are defined at one, as the grid
             runs them; another count can change them in the last bits, which grow
             (:func:`problems.float64.torch_threads`).
+        host: what the caller records of the host running this call (the grid's task:
+            :func:`harness.kernels.host_record` and the CPU's vendor); with the first iteration it runs, it
+            becomes the last of the cell's ``segments``, kept in its checkpoints and its metadata. None
+            records nothing (the segments of ``checkpoint``, if any, are kept).
 
     Returns:
         The cell's :class:`~harness.spec.CellResult`, one row per iteration (0 to T) and the metadata
@@ -134,7 +142,7 @@ def run_cell(spec: CellSpec, checkpoint: bytes | None = None,
     if spec.kind == "timing":
         return run_timing_cell(spec)
     with default_float64(), torch_threads(threads):
-        return _run_cell(spec, checkpoint, on_checkpoint, checkpoint_every_s)
+        return _run_cell(spec, checkpoint, on_checkpoint, checkpoint_every_s, host)
 
 
 def _pack(state: dict) -> bytes:
@@ -160,6 +168,20 @@ def checkpoint_iteration(data: bytes) -> int:
         The iteration of the checkpoint's last row.
     """
     return int(torch.load(io.BytesIO(data), weights_only=True)["rows"][-1]["iteration"])
+
+
+def checkpoint_segments(data: bytes) -> list[dict]:
+    """The hosts that ran a checkpoint's iterations, as :func:`run_cell` recorded them.
+
+    Args:
+        data: the checkpoint's bytes (:func:`run_cell`'s ``on_checkpoint``).
+
+    Returns:
+        One dict per part of the run, oldest first: ``from`` (its first iteration) and what the caller's
+        ``host`` said (``vendor``, ``cpu``, ...); empty for a checkpoint of a caller that said nothing, or
+        of code older than the record.
+    """
+    return list(torch.load(io.BytesIO(data), weights_only=True).get("segments", []))
 
 
 def checkpoint_problem(data: bytes, spec: CellSpec) -> str | None:
@@ -216,6 +238,7 @@ class _CellRun:
         self.x_theory: torch.Tensor | None = None  # the x_t of the best lower bound so far
         self.t_fit = 0.0  # seconds of the last model update (set before any row reads it)
         self.report: FitReport | None = None
+        self.segments: list[dict] = []  # the hosts of the run's parts (run_cell's ``host``)
 
     def initial_design(self) -> None:
         """Observe the initial design of (problem, seed) with one noise draw each, and fit."""
@@ -238,6 +261,7 @@ class _CellRun:
         self.noise.set_state(state["noise"])
         self.loop.load_state_dict(state)
         self.start -= state["elapsed_s"]
+        self.segments = list(state.get("segments", []))
         return self.rows[-1]["iteration"] + 1
 
     def step(self, t: int) -> dict:
@@ -295,7 +319,8 @@ class _CellRun:
         """The whole state after the last row, as bytes (:func:`_pack`)."""
         return _pack({"spec": self.spec.to_json(), "rows": self.rows, **self.loop.state_dict(),
                       "noise": self.noise.get_state(), "best_lower": self.best_lower,
-                      "x_theory": self.x_theory, "elapsed_s": time.perf_counter() - self.start})
+                      "x_theory": self.x_theory, "elapsed_s": time.perf_counter() - self.start,
+                      **({"segments": self.segments} if self.segments else {})})
 
     def result(self) -> CellResult:
         """The rows with the cell's constant columns, and the metadata."""
@@ -314,13 +339,14 @@ class _CellRun:
             "optimum": optima,
             "iterations": self.iterations,
             "wall_time_s": time.perf_counter() - self.start,
+            **({"segments": self.segments} if self.segments else {}),
         }
         return CellResult(self.rows, metadata)
 
 
 def _run_cell(spec: CellSpec, checkpoint: bytes | None,
               on_checkpoint: Callable[[bytes, int], None] | None,
-              checkpoint_every_s: float) -> CellResult:
+              checkpoint_every_s: float, host: Mapping[str, str] | None) -> CellResult:
     """The loop of :func:`run_cell`: iteration 0 (the initial design's row) or a resume, then the
     iterations, with a checkpoint at most every ``checkpoint_every_s`` seconds."""
     cell = _CellRun(spec)
@@ -329,6 +355,8 @@ def _run_cell(spec: CellSpec, checkpoint: bytes | None,
     else:
         cell.initial_design()
         first = 0
+    if host is not None:
+        cell.segments.append({"from": first, **host})
     last_checkpoint = time.perf_counter()
     for t in range(first, cell.iterations + 1):
         cell.rows.append(cell.step(t))

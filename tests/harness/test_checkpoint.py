@@ -159,3 +159,44 @@ def test_a_cells_rows_do_not_depend_on_the_callers_thread_count() -> None:
     finally:
         torch.set_num_threads(before)
     assert strip(two.rows) == strip(one.rows)
+
+
+def test_the_hosts_of_a_resumed_cells_parts_are_kept_in_its_checkpoints_and_metadata() -> None:
+    """``run_cell``'s ``host`` becomes a segment from the first iteration the call runs, kept in every
+    checkpoint after it and in the metadata; a resume adds its own after the checkpoint's; the rows
+    are the whole run's."""
+    from harness.cell import checkpoint_segments
+
+    spec = CellSpec.make("branin-1-1-discrete", "random", seed=0, iterations=4)
+    here = {"vendor": "GenuineIntel", "cpu": "first"}
+    saved: list[tuple[bytes, int]] = []
+    whole = run_cell(spec, on_checkpoint=lambda data, t: saved.append((data, t)), checkpoint_every_s=0.0,
+                     host=here)
+    assert whole.metadata["segments"] == [{"from": 0, **here}]
+    data, t = saved[1]  # after iteration 1
+    assert checkpoint_segments(data) == [{"from": 0, **here}]
+    there = {"vendor": "GenuineIntel", "cpu": "second"}
+    resumed = run_cell(spec, checkpoint=data, host=there)
+    assert resumed.metadata["segments"] == [{"from": 0, **here}, {"from": t + 1, **there}]
+    assert strip(resumed.rows) == strip(whole.rows)
+    plain = run_cell(spec)  # a caller that says nothing records nothing
+    assert "segments" not in plain.metadata and strip(plain.rows) == strip(whole.rows)
+    assert run_cell(spec, checkpoint=data).metadata["segments"] == [{"from": 0, **here}]
+
+
+def test_a_checkpoint_made_on_another_vendor_is_not_resumed() -> None:
+    """The grid's task resumes a checkpoint only on the vendor that made its parts; one without a
+    record (older code) resumes as before."""
+    from harness.ray_runner import _same_vendor
+
+    spec = CellSpec.make("branin-1-1-discrete", "random", seed=0, iterations=3)
+    saved: list[bytes] = []
+    run_cell(spec, on_checkpoint=lambda data, t: saved.append(data), checkpoint_every_s=0.0,
+             host={"vendor": "AuthenticAMD", "cpu": "AMD EPYC"})
+    assert _same_vendor(saved[0], "AuthenticAMD") == (saved[0], None)
+    assert _same_vendor(saved[0], "GenuineIntel") == (
+        None, "its checkpoint was made on AuthenticAMD, this CPU is GenuineIntel")
+    unrecorded: list[bytes] = []
+    run_cell(spec, on_checkpoint=lambda data, t: unrecorded.append(data), checkpoint_every_s=0.0)
+    assert _same_vendor(unrecorded[0], "GenuineIntel") == (unrecorded[0], None)
+    assert _same_vendor(None, "GenuineIntel") == (None, None)

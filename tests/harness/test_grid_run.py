@@ -13,6 +13,7 @@ import torch
 
 from harness.cell import CellSpec, run_cell
 from harness.frames import read_results
+from harness.kernels import cpu_vendor
 from harness.ray_runner import run_cells
 from harness.results import CHECKPOINT_DIR, PROGRESS, cell_path, read_metadata, spec_hash
 from harness.run import main
@@ -66,7 +67,8 @@ def stats(paths: list[Path]) -> dict[Path, tuple[int, int]]:
     return {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in paths}
 
 
-def test_grid_rows_equal_a_direct_run_and_resume_reruns_exactly_the_missing_cell(tmp_path: Path) -> None:
+def test_grid_rows_equal_a_direct_run_and_resume_reruns_exactly_the_missing_cell(tmp_path: Path,
+                                                                                 capsys) -> None:
     grid_file = tmp_path / "tiny.toml"
     grid_file.write_text(GRID)
     out = tmp_path / "out"
@@ -87,6 +89,23 @@ def test_grid_rows_equal_a_direct_run_and_resume_reruns_exactly_the_missing_cell
     after = stats(paths)
     assert all(after[p] == before[p] for p in paths if p != victim)
     assert victim.exists() and rows_without_timings(victim) == victim_rows
+
+    # a checkpoint made on another vendor's CPU is not resumed: the cell runs from iteration 0, says
+    # so, and its metadata records the one part it ran here
+    victim_spec = CELLS[5]
+    saved: list[bytes] = []
+    run_cell(victim_spec, on_checkpoint=lambda data, t: saved.append(data), checkpoint_every_s=0.0,
+             host={"vendor": "SomeOtherVendor", "cpu": "elsewhere"})
+    victim.unlink()
+    write_checkpoint(out, victim_spec, saved[0])
+    capsys.readouterr()
+    assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress"]) == 0
+    assert "ran from iteration 0, not from its checkpoint: its checkpoint was made on SomeOtherVendor" in (
+        capsys.readouterr().err)
+    meta = read_metadata(victim)
+    assert meta["provenance"]["resumed_at"] is None and rows_without_timings(victim) == victim_rows
+    assert [(part["from"], part["vendor"]) for part in meta["segments"]] == [(0, cpu_vendor())]
+    after = stats(paths)
 
     # nothing to do: nothing rewritten; a checkpoint of a written cell and a progress file (left by a
     # run that could not remove them: the folder read-only as it ended, found by the chaos run) are
