@@ -17,7 +17,11 @@ prints, in one process, each engine alternating:
   B = batch x fantasies, m the w set, S the inner samples, r = |D| + 1) and their time at two rates:
   the rate at which this core runs those products here, and this core's large-DGEMM rate (1000^3);
 * the ratio BoTorch's call / that time: the most a same-computation engine could gain over BoTorch
-  on this core if it did nothing but those products.
+  on this core if it did nothing but those products;
+* the work that no rearrangement shares among fantasies (each fantasy's covariance, its Cholesky
+  factor, L^T G^T, Psi W and the two solves: :data:`PER_FANTASY`) at the rates it runs at here, and
+  the ratio BoTorch's call / that time: what an engine that keeps MKL's batched kernels could reach at
+  most, everything else (kernels, the measure's weights, the products with the shared zeta) free.
 
 Torch runs on one thread, as in a grid; seconds depend on what else the machine does, ratios less.
 """
@@ -84,7 +88,26 @@ def pieces(inputs: tuple, reps: int) -> dict[str, float]:
     samples = torch.baddbmm(mean.unsqueeze(-2), zeta.expand(B, *zeta.shape), factor.transpose(-1, -2))
     weights = measure.weights(samples)
     grad = weights / samples.shape[-2]
-    M = (factor.transpose(-1, -2) @ grad.transpose(-1, -2)) @ zeta
+    # L^T G^T zeta in _SampleRisk.backward's order: (L^T G^T) zeta where m > S, else L^T (G^T zeta)
+    Lt, Gt, S = factor.transpose(-1, -2), grad.transpose(-1, -2), zeta.shape[0]
+    if mean.shape[-1] > S:
+        first = Lt @ Gt
+        M = first @ zeta
+
+        def per_fantasy() -> torch.Tensor:
+            return Lt @ Gt
+
+        def shared() -> torch.Tensor:
+            return first @ zeta
+    else:
+        first = Gt @ zeta
+        M = Lt @ first
+
+        def per_fantasy() -> torch.Tensor:
+            return Lt @ first
+
+        def shared() -> torch.Tensor:
+            return Gt @ zeta
 
     m = mean.shape[-1]
 
@@ -109,11 +132,18 @@ def pieces(inputs: tuple, reps: int) -> dict[str, float]:
                                                            factor.transpose(-1, -2)), reps),
         "measure's weights": seconds(lambda: measure.weights(samples), reps),
         "weighted sum": seconds(lambda: (weights * samples).sum(dim=-1), reps),
-        "backward L^T G^T zeta (products)": seconds(
-            lambda: (factor.transpose(-1, -2) @ grad.transpose(-1, -2)) @ zeta, reps),
+        "backward: the product with L^T (products)": seconds(per_fantasy, reps),
+        "backward: the product with zeta (products)": seconds(shared, reps),
         "backward Psi, with a copy of M": seconds(lambda: psi_of(M.clone()), reps),
         "backward Psi W, 2 solves (products)": seconds(tail, reps),
     }
+
+
+#: The steps whose operands all differ from one fantasy to the next (each fantasy's own covariance and
+#: factor): no rearrangement turns them into one large product, unlike the samples and the product with
+#: zeta, whose zeta every fantasy shares.
+PER_FANTASY = ("covariance (product)", "Cholesky factor", "backward: the product with L^T (products)",
+               "backward Psi W, 2 solves (products)")
 
 
 def product_flops(inputs: tuple) -> float:
@@ -174,6 +204,9 @@ def main() -> None:
           f"({peak / 1e9:.1f} GFlop/s)")
     print(f"most a same-computation engine gains over BoTorch here: {calls['botorch'] / products:.1f}x at "
           f"these products' rate, {calls['botorch'] / (flops / peak):.1f}x at the DGEMM rate")
+    own = sum(steps[k] for k in PER_FANTASY)
+    print(f"work with no operand shared across fantasies ({', '.join(PER_FANTASY)}): {own * 1e3:.1f} ms, "
+          f"so at most {calls['botorch'] / own:.1f}x BoTorch's call at the rates it runs at here")
 
 
 if __name__ == "__main__":
