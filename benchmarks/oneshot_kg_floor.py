@@ -89,25 +89,16 @@ def pieces(inputs: tuple, reps: int) -> dict[str, float]:
     weights = measure.weights(samples)
     grad = weights / samples.shape[-2]
     # L^T G^T zeta in _SampleRisk.backward's order: (L^T G^T) zeta where m > S, else L^T (G^T zeta)
-    Lt, Gt, S = factor.transpose(-1, -2), grad.transpose(-1, -2), zeta.shape[0]
-    if mean.shape[-1] > S:
-        first = Lt @ Gt
-        M = first @ zeta
+    Lt, Gt = factor.transpose(-1, -2), grad.transpose(-1, -2)
+    lt_first = mean.shape[-1] > zeta.shape[0]
+    first = Lt @ Gt if lt_first else Gt @ zeta
+    M = first @ zeta if lt_first else Lt @ first
 
-        def per_fantasy() -> torch.Tensor:
-            return Lt @ Gt
+    def per_fantasy() -> torch.Tensor:  # the product with L^T: both operands each fantasy's own
+        return Lt @ Gt if lt_first else Lt @ first
 
-        def shared() -> torch.Tensor:
-            return first @ zeta
-    else:
-        first = Gt @ zeta
-        M = Lt @ first
-
-        def per_fantasy() -> torch.Tensor:
-            return Lt @ first
-
-        def shared() -> torch.Tensor:
-            return Gt @ zeta
+    def shared() -> torch.Tensor:  # the product with zeta, which every fantasy shares
+        return first @ zeta if lt_first else Gt @ zeta
 
     m = mean.shape[-1]
 
