@@ -80,32 +80,27 @@ def test_grid_rows_equal_a_direct_run_and_resume_reruns_exactly_the_missing_cell
     for spec, path in zip(CELLS, paths, strict=True):
         assert rows_without_timings(path) == direct_rows(spec), spec
 
-    # resume: delete one cell, rerun: that cell alone is written again
+    # resume: delete one cell, rerun: that cell alone is written again; its checkpoint, made on another
+    # vendor's CPU, is not resumed: the cell runs from iteration 0, says so, and its metadata records
+    # the one part it ran here
     before = stats(paths)
-    victim = paths[5]
+    victim, victim_spec = paths[5], CELLS[5]
     victim_rows = rows_without_timings(victim)
     victim.unlink()
-    assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress"]) == 0
-    after = stats(paths)
-    assert all(after[p] == before[p] for p in paths if p != victim)
-    assert victim.exists() and rows_without_timings(victim) == victim_rows
-
-    # a checkpoint made on another vendor's CPU is not resumed: the cell runs from iteration 0, says
-    # so, and its metadata records the one part it ran here
-    victim_spec = CELLS[5]
     saved: list[bytes] = []
     run_cell(victim_spec, on_checkpoint=lambda data, t: saved.append(data), checkpoint_every_s=0.0,
              host={"vendor": "SomeOtherVendor", "cpu": "elsewhere"})
-    victim.unlink()
     write_checkpoint(out, victim_spec, saved[0])
     capsys.readouterr()
     assert main(["--grid", str(grid_file), "--out", str(out), "--no-progress"]) == 0
     assert "ran from iteration 0, not from its checkpoint: its checkpoint was made on SomeOtherVendor" in (
         capsys.readouterr().err)
-    meta = read_metadata(victim)
-    assert meta["provenance"]["resumed_at"] is None and rows_without_timings(victim) == victim_rows
-    assert [(part["from"], part["vendor"]) for part in meta["segments"]] == [(0, cpu_vendor())]
     after = stats(paths)
+    assert all(after[p] == before[p] for p in paths if p != victim)
+    assert victim.exists() and rows_without_timings(victim) == victim_rows
+    meta = read_metadata(victim)
+    assert meta["provenance"]["resumed_at"] is None
+    assert [(part["from"], part["vendor"]) for part in meta["segments"]] == [(0, cpu_vendor())]
 
     # nothing to do: nothing rewritten; a checkpoint of a written cell and a progress file (left by a
     # run that could not remove them: the folder read-only as it ended, found by the chaos run) are
