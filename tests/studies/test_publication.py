@@ -98,14 +98,14 @@ STAGED = ROOT / "docs" / "reproduction" / "_pinned"
 def resumes_not_covered(files: list[tuple[Path, dict]], ledger: Path) -> list[str]:
     """The cells resumed from a checkpoint (``provenance.resumed_at``) that a publication may not hold.
 
-    A resume is bit for bit a whole run on the same kind of CPU (``tests/harness/test_checkpoint.py``,
-    in a fresh process too), not across vendors (MKL's code paths differ:
-    docs/reproduction/_pinned/README.md). A cell run by today's grid lists the hosts of its parts
-    (its metadata's ``segments``, :func:`harness.cell.run_cell`); it is admitted when every part ran on
-    the pin's vendor. Older code recorded only the last part's host, so for its cells the run keeps a
-    ledger of its driver starts, a row each with the CPU's vendor: such a cell is admitted when the
-    ledger exists, every start in it ran on the pin's vendor, and the cell's own provenance names that
-    vendor's CPU with pinned kernels.
+    A resume is bit for bit a whole run on the same kind of CPU (``tests/harness/test_checkpoint.py``, in
+    a fresh process too), not across vendors (MKL's code paths differ:
+    docs/reproduction/_pinned/README.md). A cell run by today's grid lists the hosts of its parts (its
+    metadata's ``segments``, :func:`harness.cell.run_cell`); it is admitted when every part ran on the
+    pin's vendor with pinned kernels. Older code recorded only the last part's host, so for its cells the
+    run keeps a ledger of its driver starts, a row each with the CPU's vendor: such a cell is admitted
+    when the ledger exists, every start in it ran on the pin's vendor, and the cell's own provenance names
+    that vendor's CPU with pinned kernels.
 
     Args:
         files: the folder's cells and their metadata (:func:`harness.results.cell_files`).
@@ -121,9 +121,10 @@ def resumes_not_covered(files: list[tuple[Path, dict]], ledger: Path) -> list[st
     resumed = [(path, meta) for path, meta in files
                if (meta.get("provenance") or {}).get("resumed_at") is not None]
     refused = [f"{path}: resumed at {meta['provenance']['resumed_at']}; its parts ran on "
-               f"{sorted({part.get('vendor') for part in meta['segments']})}"
-               for path, meta in resumed if meta.get("segments")
-               and any(part.get("vendor") != MKL_CNR_VENDOR for part in meta["segments"])]
+               f"{sorted({(part.get('vendor'), part.get('kernels')) for part in meta['segments']})}"
+               for path, meta in resumed if meta.get("segments") and any(
+                   (part.get("vendor"), part.get("kernels")) != (MKL_CNR_VENDOR, "pinned")
+                   for part in meta["segments"])]
     unrecorded = [(path, meta["provenance"]) for path, meta in resumed if not meta.get("segments")]
     if not unrecorded:
         return refused
@@ -159,12 +160,16 @@ def test_a_resume_is_admitted_only_on_the_pins_vendor(tmp_path: Path) -> None:
     assert resumes_not_covered([resumed], ledger) == [
         "b.parquet: resumed at 40; the ledger names AuthenticAMD"]
     # a cell that lists its parts' hosts needs no ledger, and is refused if one part ran elsewhere
-    parts = [{"from": 0, "vendor": "GenuineIntel"}, {"from": 41, "vendor": "GenuineIntel"}]
+    parts = [{"from": 0, "vendor": "GenuineIntel", "kernels": "pinned"},
+             {"from": 41, "vendor": "GenuineIntel", "kernels": "pinned"}]
     recorded = (Path("d.parquet"), {"provenance": {"resumed_at": 40}, "segments": parts})
     assert resumes_not_covered([recorded], tmp_path / "none.csv") == []
     parts[0]["vendor"] = "AuthenticAMD"
     assert resumes_not_covered([recorded], tmp_path / "none.csv") == [
-        "d.parquet: resumed at 40; its parts ran on ['AuthenticAMD', 'GenuineIntel']"]
+        "d.parquet: resumed at 40; its parts ran on [('AuthenticAMD', 'pinned'), ('GenuineIntel', 'pinned')]"]
+    parts[0]["vendor"], parts[1]["kernels"] = "GenuineIntel", "native"
+    assert resumes_not_covered([recorded], tmp_path / "none.csv") == [
+        "d.parquet: resumed at 40; its parts ran on [('GenuineIntel', 'native'), ('GenuineIntel', 'pinned')]"]
 
 
 def test_the_staged_runs_resumed_cells_ran_on_the_pins_vendor() -> None:
