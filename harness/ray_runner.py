@@ -162,7 +162,7 @@ def _same_vendor(checkpoint: bytes | None, vendor: str) -> tuple[bytes | None, s
     if checkpoint is None or not vendor:
         return checkpoint, None
     try:
-        made_on = {str(part.get("vendor")) for part in checkpoint_segments(checkpoint)} - {"None", ""}
+        made_on = {part.get("vendor") for part in checkpoint_segments(checkpoint)} - {None, ""}
     except Exception:  # a checkpoint the cell cannot read reports itself when it resumes
         return checkpoint, None
     if made_on and made_on != {vendor}:
