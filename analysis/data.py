@@ -15,7 +15,7 @@ import pandas as pd
 
 from algorithms.gp import DEFAULT_GP
 from harness.frames import read_results
-from harness.results import read_metadata, result_files
+from harness.results import file_hash, read_metadata, result_files
 from problems.measures import RISK_MEASURES
 
 #: Columns that identify a series (one line of a figure, one side of a paired test).
@@ -76,7 +76,7 @@ def load_results(out: Path) -> tuple[pd.DataFrame, dict[str, dict]]:
         optimization cell's metadata by spec hash (timing cells left out).
     """
     frame = read_results(out)
-    metas = {path.stem.rsplit("-", 1)[-1]: read_metadata(path) for path in result_files(out)}
+    metas = {file_hash(path): read_metadata(path) for path in result_files(out)}
     metas = {h: m for h, m in metas.items() if m.get("kind", "bo") == "bo"}  # not timing cells
     iterations = {h: m.get("iterations") for h, m in metas.items()}
     lower_bound = {h: bool((m.get("optimum") or {}).get("lower_bound", False)) for h, m in metas.items()}

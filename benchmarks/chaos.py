@@ -109,6 +109,7 @@ from harness.results import (  # noqa: E402
     CHECKPOINT_DIR,
     FAILED_DIR,
     PROGRESS,
+    RUNNING_LOCK,
     cell_path,
     check_cell_file,
     read_cell,
@@ -125,7 +126,6 @@ COUNTS = ("missed", *MUST_BE_ZERO, "resumed", "retried")
 
 PROBLEMS = ("branin-1-1-discrete", "goldstein-1-1-discrete")
 ALGORITHMS = ("random", "vucb-unif", "vucb-prob")
-LOCK = "_running.lock"
 #: Seconds the undisturbed reference run may take.
 REFERENCE_S = 1800.0
 
@@ -182,7 +182,7 @@ def leftovers(out: Path) -> list[str]:
     """What a finished grid should not leave in its folder: temporaries, the lock, the progress file,
     checkpoints (those set aside as damaged are kept on purpose) and failure records."""
     found = [str(p.relative_to(out)) for p in out.rglob(".*") if p.is_file()]
-    found += [name for name in (LOCK, PROGRESS) if (out / name).exists()]
+    found += [name for name in (RUNNING_LOCK, PROGRESS) if (out / name).exists()]
     found += [str(p.relative_to(out)) for p in (out / CHECKPOINT_DIR).rglob("*")
               if p.is_file() and not p.name.endswith(".damaged")]
     found += [str(p.relative_to(out)) for p in (out / FAILED_DIR).rglob("*") if p.is_file()]

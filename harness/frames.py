@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 
 from algorithms.gp import DEFAULT_GP
-from harness.results import Location, damaged, location, read_table, refuse_damage, scan_cells
+from harness.results import Location, damaged, file_hash, location, read_table, refuse_damage, scan_cells
 from harness.schema import ROW_SCHEMA, TIMING_SCHEMA
 from problems.measures import DEFAULT_RISK
 
@@ -52,7 +52,7 @@ def read_results(out: Location | str) -> pd.DataFrame:
         n = table.num_rows
         spec = meta.get("spec", {})
         table = table.replace_schema_metadata(None)
-        table = table.append_column("spec_hash", pa.array([path.stem.rsplit("-", 1)[-1]] * n, pa.string()))
+        table = table.append_column("spec_hash", pa.array([file_hash(path)] * n, pa.string()))
         table = table.append_column("iterations", pa.array([meta.get("iterations")] * n, pa.int64()))
         options = json.dumps(dict(spec.get("options", [])), sort_keys=True)
         table = table.append_column("options", pa.array([options] * n, pa.string()))
@@ -98,7 +98,7 @@ def read_timings(out: Location | str) -> pd.DataFrame:
         state = ("n_obs", "n_z", "repeats")
         options = json.dumps({k: v for k, v in spec.get("options", []) if k not in state}, sort_keys=True)
         table = table.replace_schema_metadata(None)
-        table = table.append_column("spec_hash", pa.array([path.stem.rsplit("-", 1)[-1]] * n, pa.string()))
+        table = table.append_column("spec_hash", pa.array([file_hash(path)] * n, pa.string()))
         table = table.append_column("options", pa.array([options] * n, pa.string()))
         tables.append(table)
     if not tables:

@@ -47,11 +47,13 @@ from harness.grid_cells import Grid, cell_label, unavailable_reason
 from harness.packed import PackedCell
 from harness.procs import process_alive, process_start
 from harness.results import (
+    RUNNING_LOCK,
     Location,
     cell_files,
     cell_path,
     check_cell_file,
     failure_path,
+    file_hash,
     invalid_files,
     packs,
     read_metadata,
@@ -74,7 +76,6 @@ if TYPE_CHECKING:  # Ray is imported only to run cells
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = interrupts.EXIT_SIGINT  # Ctrl-C
 EXIT_TERMINATED = interrupts.EXIT_SIGTERM  # SIGTERM
-LOCK = "_running.lock"
 
 
 def measured_rates(out: Path) -> dict[tuple, float]:
@@ -118,7 +119,7 @@ def classify(cells: list[CellSpec], out: Path) -> dict[CellSpec, str]:
         Each cell -> ``done``, ``failed``, ``missing`` or ``not available``.
     """
     states = {}
-    in_packs = ({path.stem.rsplit("-", 1)[-1] for path in result_files(out)
+    in_packs = ({file_hash(path) for path in result_files(out)
                  if isinstance(path, PackedCell)} if packs(out) else set())
     for spec in cells:
         if unavailable_reason(spec):
@@ -153,7 +154,7 @@ def _lock(out: Location) -> Iterator[None]:
     and process start time of its driver; a lock whose driver is gone from this host is stale and
     replaced. A lock from another host cannot be checked from here (a shared or remote store): it is
     refused."""
-    path = out / LOCK
+    path = out / RUNNING_LOCK
     host = socket.gethostname()
     mine = f"{host} {os.getpid()} {process_start(os.getpid()) or '-'}"
     local = isinstance(path, Path) and type(path).__module__.startswith("pathlib")

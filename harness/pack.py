@@ -37,6 +37,7 @@ from harness.results import (
     PROGRESS,
     cell_files,
     check_cell_file,
+    file_hash,
     packs,
     read_cell,
     table_checksum,
@@ -122,7 +123,7 @@ def _pack_table(members: list[tuple[Path, dict]], kind: str) -> pa.Table:
     for path, meta in sorted(members, key=lambda m: (m[1]["spec"]["seed"], m[0].name)):
         _, table = read_cell(path)  # in the kind's schema: an older file's missing columns null
         columns = list(packed_columns(path))
-        entries.append({"hash": path.stem.rsplit("-", 1)[-1], "seed": meta["spec"]["seed"],
+        entries.append({"hash": file_hash(path), "seed": meta["spec"]["seed"],
                         "rows": table.num_rows, "columns": columns, "meta": meta})
         tables.append(table.cast(schema))
     data = {"format": packed.PACK_FORMAT, "cells": entries}

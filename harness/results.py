@@ -112,6 +112,18 @@ def cell_path(out: Location | str, spec: CellSpec) -> Location:
     return location(out) / spec.problem / spec.algorithm / f"seed{spec.seed}-{spec_hash(spec)}.parquet"
 
 
+def file_hash(path: PurePath) -> str:
+    """The spec hash a cell file's name carries (:func:`cell_path`; a packed cell's name too).
+
+    Args:
+        path: a cell file, ``.../seedN-HASH.parquet``.
+
+    Returns:
+        ``HASH``.
+    """
+    return path.stem.rsplit("-", 1)[-1]
+
+
 def table_checksum(table: pa.Table) -> str:
     """SHA-256 of a table's values, row by row as JSON (exact for floats: ``repr`` round-trips).
 
@@ -182,6 +194,8 @@ MANIFEST = "_grid.json"
 #: The running cells' iterations, rewritten by the grid's driver as they advance (removed at its end).
 PROGRESS = "_progress.json"
 CHECKPOINT_DIR = "_checkpoints"
+#: One driver per folder: its host, pid and start time (:mod:`harness.grid_cli` replaces a stale one).
+RUNNING_LOCK = "_running.lock"
 
 
 def failure_path(out: Location | str, spec: CellSpec) -> Location:
@@ -353,7 +367,7 @@ def _check(path: Location) -> tuple[str | None, dict | None]:
         return "not a varbo-bench cell file (no cell metadata)", None
     if not matches(READABLE_SCHEMAS.get(spec.kind, (ROW_SCHEMA,))):
         return f"not a varbo-bench cell file (columns of another kind than {spec.kind!r})", None
-    if spec_hash(spec) != path.stem.rsplit("-", 1)[-1]:
+    if spec_hash(spec) != file_hash(path):
         return "its recorded spec does not match its name", None
     try:  # the data too, not only the footer: a damaged data page would otherwise count as done
         table = read_table(path, SCHEMAS[spec.kind])

@@ -36,6 +36,7 @@ from harness.results import (
     cell_files,
     damaged,
     failure_files,
+    file_hash,
     invalid_files,
     is_damage,
     read_failure,
@@ -101,7 +102,7 @@ def status_table(out: Path, grid: str | None = None,
     known = {spec_hash(s) for s in specs}
     for path in result_files(out):
         problem, algorithm = path.parent.parent.name, path.parent.name
-        if path.stem.rsplit("-", 1)[-1] not in known:
+        if file_hash(path) not in known:
             rows.setdefault((problem, algorithm, "?", "?"), Counter())["other"] += 1
     return [{"problem": p, "algorithm": a, "risk": r, "alpha": al, "done": c["done"], "missing": c["missing"],
              "failed": c["failed"], "not available": c["not available"], "other": c["other"]}

@@ -9,6 +9,7 @@ import harness.ray_runner as ray_runner
 import harness.ray_session as ray_session
 from harness.grid_cli import main
 from harness.ray_runner import Outcome
+from harness.results import RUNNING_LOCK
 
 ONLY = "branin-1-1-discrete/random/seed0 T=*"
 
@@ -156,7 +157,7 @@ def test_the_plan_is_made_under_the_lock(no_ray, monkeypatch: pytest.MonkeyPatch
     real = grid_cli.classify
 
     def classify(cells, out):
-        seen.append((Path(out) / grid_cli.LOCK).exists())
+        seen.append((Path(out) / RUNNING_LOCK).exists())
         return real(cells, out)
 
     monkeypatch.setattr(grid_cli, "classify", classify)
