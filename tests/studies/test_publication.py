@@ -90,7 +90,7 @@ def test_the_suite_page_shows_the_published_suite() -> None:
     assert suite_page.main(["--check"]) == 0, "the suite page is stale: python -m studies.suite.page"
 
 
-#: A run's ledger of its driver starts (``seen_utc, commit, cpu, vendor, evidence``), beside its cells
+#: A run's ledger of its driver starts (:data:`harness.stage.LEDGER_FIELDS`), beside its cells
 RUNS_LEDGER = "_runs.csv"
 STAGED = ROOT / "docs" / "reproduction" / "_pinned"
 
@@ -176,9 +176,11 @@ def test_the_staged_runs_resumed_cells_ran_on_the_pins_vendor() -> None:
     """The suite's run in progress resumes across sittings: its staged cells are admitted by its ledger
     (``_pinned/suite-runs.csv``, which moves beside the cells as ``_runs.csv`` at republication)."""
     from harness.results import cell_files
+    from harness.stage import LEDGER_FIELDS
 
     files, refused = cell_files(STAGED / "suite")
     assert not refused, f"unreadable staged cells: {refused[:3]}"
+    assert (STAGED / "suite-runs.csv").read_text().splitlines()[0] == ",".join(LEDGER_FIELDS)
     assert resumes_not_covered(files, STAGED / "suite-runs.csv") == []
 
 

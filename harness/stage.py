@@ -1,0 +1,306 @@
+"""``python -m harness.stage RUN --to FOLDER``: keep what a grid run in progress has done, to commit it.
+
+A grid of hours outlives the session, and sometimes the machine, that started it. A stage copies what it
+has done so far to a folder that lasts (a repository's, committed at every stage), as three things:
+
+- ``FOLDER``: the run's finished cells, packed (:mod:`harness.pack`); with ``--without PUBLISHED``, only
+  those that the results folder ``PUBLISHED`` (packed or not) does not hold, by spec hash;
+- ``FOLDER-checkpoints`` (``--checkpoints``): the run's checkpoints (``RUN/_checkpoints``), the cells in
+  flight;
+- ``FOLDER-runs.csv`` (``--ledger``): the run's ledger, a row per start of its driver
+  (:data:`LEDGER_FIELDS`): the driver running into ``RUN`` now is added when it has no row yet. The grid
+  records the host of each part of a resumed cell in the cell itself (``segments``); the ledger says the
+  same of a run whose code predates that record, and lists every host a run ever had.
+
+The first two are rebuilt beside their targets and swapped in whole. A stage never loses a staged cell:
+where ``FOLDER`` holds a cell that neither ``RUN`` nor ``PUBLISHED`` holds (a run folder lost and started
+again), nothing changes. To resume from a stage, unpack ``FOLDER`` into the run's folder
+(``harness.pack --unpack``) and copy the checkpoints into ``RUN/_checkpoints``
+(``docs/how-to/resume.md``).
+
+Exit codes: 0 staged; 2 bad input, or a stage that would lose staged cells (one line; nothing changed).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from harness.cli import EXIT_USAGE, Parser, UsageError, exit_with
+from harness.kernels import cpu_model, cpu_vendor
+from harness.pack import pack
+from harness.procs import process_alive
+from harness.results import CHECKPOINT_DIR, RUNNING_LOCK, cell_files, file_hash, packs
+
+PROG = "python -m harness.stage"
+#: The ledger's columns: when the driver started (UTC, to the minute), the commit of the checkout it runs
+#: in, the CPU's model and vendor (:mod:`harness.kernels`), and where the row comes from.
+LEDGER_FIELDS = ("seen_utc", "commit", "cpu", "vendor", "evidence")
+
+
+@dataclass(frozen=True)
+class Driver:
+    """A grid's driver running on this host, as its lock names it.
+
+    Attributes:
+        pid: its process id.
+        started: when it started (UTC).
+        cwd: its working directory.
+    """
+
+    pid: int
+    started: datetime
+    cwd: Path
+
+
+def _hashes(folder: Path) -> set[str]:
+    """The spec hashes of ``folder``'s finished cells; :class:`UsageError` if a file is damaged."""
+    good, bad = cell_files(folder)
+    if bad:
+        raise UsageError(f"{bad[0][0]}: {bad[0][1]}; nothing was staged")
+    return {file_hash(path) for path, _ in good}
+
+
+def new_cells(run: Path, without: Path | None, staged: Path) -> list[Path]:
+    """The finished cell files of ``run`` that ``without`` does not hold, once no staged cell would be lost.
+
+    Args:
+        run: a grid's results folder of cell files (not packed).
+        without: a results folder (packed or not) whose cells are left out, or None.
+        staged: the folder staged before (may be missing).
+
+    Returns:
+        The cell files, sorted.
+
+    Raises:
+        UsageError: ``run`` is packed, a cell file of a folder is damaged, or ``staged`` holds a cell that
+            neither ``run`` nor ``without`` holds.
+    """
+    if packs(run):
+        raise UsageError(f"{run} is packed: a run in progress is a folder of cell files")
+    good, bad = cell_files(run)
+    if bad:
+        raise UsageError(f"{bad[0][0]}: {bad[0][1]}; nothing was staged")
+    left_out = _hashes(without) if without is not None else set()
+    lost = (_hashes(staged) if staged.is_dir() else set()) - left_out - {file_hash(path) for path, _ in good}
+    if lost:
+        raise UsageError(f"{staged} holds {len(lost)} cells that {run} lacks (e.g. {sorted(lost)[0]}): "
+                         f"unpack it into {run} first (harness.pack --unpack); nothing was staged")
+    return [path for path, _ in good if file_hash(path) not in left_out]
+
+
+def _swap(built: Path, target: Path) -> None:
+    """Put the folder ``built`` where ``target`` is, removing what was there (both on one file system)."""
+    old = target.with_name(f".{target.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if target.exists():
+        target.rename(old)
+    built.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def stage_cells(run: Path, cells: list[Path], to: Path) -> int:
+    """Replace ``to`` with ``cells`` (files of ``run``), packed.
+
+    Args:
+        run: the run's folder.
+        cells: its cell files to stage (:func:`new_cells`).
+        to: the staged folder; removed where there is no cell to stage.
+
+    Returns:
+        The number of cells staged.
+    """
+    to.parent.mkdir(parents=True, exist_ok=True)
+    built = Path(tempfile.mkdtemp(prefix=f".{to.name}.", dir=to.parent))
+    try:
+        for path in cells:
+            target = built / path.relative_to(run)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+        if cells:
+            pack(built)
+            _swap(built, to)
+        else:
+            shutil.rmtree(to, ignore_errors=True)
+    finally:
+        shutil.rmtree(built, ignore_errors=True)
+    return len(cells)
+
+
+def stage_checkpoints(run: Path, to: Path) -> int:
+    """Replace ``to`` with a copy of ``run``'s checkpoints.
+
+    A checkpoint removed while it is copied (its cell finished) is left out: the cell is in ``run``.
+
+    Args:
+        run: the run's folder.
+        to: the staged checkpoints' folder.
+
+    Returns:
+        The number of checkpoint files staged.
+    """
+    to.parent.mkdir(parents=True, exist_ok=True)
+    built = Path(tempfile.mkdtemp(prefix=f".{to.name}.", dir=to.parent))
+    copied = 0
+    try:
+        source = run / CHECKPOINT_DIR
+        for path in sorted(source.rglob("*")) if source.is_dir() else []:
+            if not path.is_file() or path.name.startswith("."):  # a temporary being written
+                continue
+            target = built / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                shutil.copy2(path, target)
+            except FileNotFoundError:
+                continue
+            copied += 1
+        _swap(built, to)
+    finally:
+        shutil.rmtree(built, ignore_errors=True)
+    return copied
+
+
+def _boot_time() -> float:
+    """This host's boot time, seconds since the epoch (``btime`` of ``/proc/stat``)."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith("btime "):
+            return float(line.split()[1])
+    raise OSError("/proc/stat has no btime")
+
+
+def running_driver(run: Path) -> Driver | str:
+    """The driver writing into ``run`` now, from its lock (:data:`harness.results.RUNNING_LOCK`).
+
+    Args:
+        run: the run's folder.
+
+    Returns:
+        The driver, or why there is none to record: no lock, a stale one, another host's, or a lock
+        written without its driver's start time.
+    """
+    try:
+        fields = (run / RUNNING_LOCK).read_text().split()
+    except OSError:
+        return "no grid's driver is running into it"
+    if len(fields) < 3 or fields[2] == "-":
+        return f"its lock {RUNNING_LOCK} does not name a driver's start time"
+    host, pid, ticks = fields[0], int(fields[1]), fields[2]
+    if host != socket.gethostname():
+        return f"its driver runs on host {host}: stage there to record it"
+    if not process_alive(pid, ticks):
+        return f"its driver (pid {pid}) is no longer running"
+    started = _boot_time() + int(ticks) / os.sysconf("SC_CLK_TCK")
+    cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    return Driver(pid, datetime.fromtimestamp(started, UTC), cwd)
+
+
+def _commit(checkout: Path) -> str:
+    """The short commit of the git checkout ``checkout``, ``-modified`` appended where its tracked files
+    differ from it; ``-`` where it is no git checkout."""
+    def git(*words: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(checkout), *words], capture_output=True, text=True)
+    head = git("rev-parse", "--short=7", "HEAD")
+    if head.returncode:
+        return "-"
+    return head.stdout.strip() + ("-modified" if git("diff", "--quiet", "HEAD").returncode else "")
+
+
+def record_driver(ledger: Path, driver: Driver) -> bool:
+    """Add ``driver``'s row to ``ledger`` (created with its header) unless a row of its start is there.
+
+    Args:
+        ledger: the run's ledger (CSV of :data:`LEDGER_FIELDS`).
+        driver: the driver running now.
+
+    Returns:
+        Whether a row was added.
+    """
+    seen = driver.started.strftime("%Y-%m-%d %H:%M")
+    rows = list(csv.DictReader(ledger.open(newline=""))) if ledger.is_file() else []
+    if any(row.get("seen_utc") == seen for row in rows):
+        return False
+    fresh = not ledger.is_file()
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    with ledger.open("a", newline="") as handle:
+        writer = csv.writer(handle)
+        if fresh:
+            writer.writerow(LEDGER_FIELDS)
+        writer.writerow([seen, _commit(driver.cwd), cpu_model(), cpu_vendor(),
+                         f"the driver's start (pid {driver.pid}), read by harness.stage on this host"])
+    return True
+
+
+def build_parser() -> Parser:
+    """The command line of ``python -m harness.stage``.
+
+    Returns:
+        The parser of ``RUN``, ``--to``, ``--without``, ``--checkpoints`` and ``--ledger``.
+    """
+    parser = Parser(prog=PROG, description="Stage a grid run in progress: its finished cells (packed), its "
+                    "checkpoints, and its driver's row in the run's ledger, each in a folder that lasts.",
+                    epilog="Exit codes: 0 staged; 2 bad input, or a stage that would lose staged cells.")
+    parser.add_argument("run", metavar="RUN", help="the folder a grid runs into (harness.run --out)")
+    parser.add_argument("--to", metavar="FOLDER", required=True,
+                        help="where its finished cells go, packed (replaced at every stage)")
+    parser.add_argument("--without", metavar="PUBLISHED",
+                        help="a results folder whose cells are not staged (a publication the run extends)")
+    parser.add_argument("--checkpoints", metavar="DIR", help="where its checkpoints go (FOLDER-checkpoints)")
+    parser.add_argument("--ledger", metavar="CSV", help="the run's ledger of driver starts (FOLDER-runs.csv)")
+    return parser
+
+
+def _folders(args) -> tuple[Path, Path, Path | None, Path, Path]:
+    """RUN, FOLDER, PUBLISHED, the checkpoints' folder and the ledger, checked."""
+    run, to = Path(args.run), Path(args.to)
+    without = Path(args.without) if args.without else None
+    for folder in (run, without):
+        if folder is not None and not folder.is_dir():
+            raise UsageError(f"{folder} is not a folder")
+    checkpoints = Path(args.checkpoints) if args.checkpoints else to.with_name(f"{to.name}-checkpoints")
+    ledger = Path(args.ledger) if args.ledger else to.with_name(f"{to.name}-runs.csv")
+    for target in (to, checkpoints, ledger):
+        a, b = target.resolve(), run.resolve()
+        if a.is_relative_to(b) or b.is_relative_to(a):
+            raise UsageError(f"{target} and {run} overlap: stage into a folder outside the run's")
+    return run, to, without, checkpoints, ledger
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m harness.stage`` (module docstring).
+
+    Args:
+        argv: the command's arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code, 0 staged, :data:`harness.cli.EXIT_USAGE` for bad input or a stage that would lose
+        staged cells.
+    """
+    try:
+        run, to, without, checkpoints, ledger = _folders(build_parser().parse_args(argv))
+        cells = new_cells(run, without, to)
+        n_cells = stage_cells(run, cells, to)
+        n_checkpoints = stage_checkpoints(run, checkpoints)
+    except UsageError as error:
+        print(f"harness.stage: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{run}: {n_cells} finished cells staged in {to}, {n_checkpoints} checkpoints in {checkpoints}")
+    driver = running_driver(run)
+    if isinstance(driver, str):
+        print(f"{ledger}: unchanged, {driver}")
+    elif record_driver(ledger, driver):
+        print(f"{ledger}: added the driver started {driver.started:%Y-%m-%d %H:%M} UTC (pid {driver.pid})")
+    else:
+        print(f"{ledger}: already has the driver started {driver.started:%Y-%m-%d %H:%M} UTC")
+    return 0
+
+
+if __name__ == "__main__":
+    exit_with(main)
