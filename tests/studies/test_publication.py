@@ -264,3 +264,23 @@ def test_the_cvar_grid_is_whole_and_shares_the_paper_runs_var_cells() -> None:
     """The cvar grid's VaR cells of V-UCB Prob and random search on its five problems (10 seeds each)
     are the published paper run's."""
     assert _whole_and_sharing_the_paper_runs_cells("cvar", CVAR) == 100
+
+
+#: What all of ``docs/reproduction/`` may hold, published runs, reports and staged runs together: a clone
+#: of the repository carries it whole.
+REPRODUCTION_CAP_MIB = 30.0
+
+
+def test_the_reproduction_folder_stays_under_its_cap() -> None:
+    """Every file under ``docs/reproduction/`` (in a fresh clone: the committed ones) adds up to at most
+    :data:`REPRODUCTION_CAP_MIB`; the message names the largest folders, where a republication must save."""
+    folder = ROOT / "docs" / "reproduction"
+    sizes: dict[str, int] = {}
+    for path in folder.rglob("*"):
+        if path.is_file():
+            part = path.relative_to(folder).parts
+            key = "/".join(part[:2]) if len(part) > 2 else part[0]
+            sizes[key] = sizes.get(key, 0) + path.stat().st_size
+    total = sum(sizes.values()) / 2**20
+    largest = ", ".join(f"{k} {v / 2**20:.1f}" for k, v in sorted(sizes.items(), key=lambda kv: -kv[1])[:5])
+    assert total <= REPRODUCTION_CAP_MIB, f"docs/reproduction/ holds {total:.1f} MiB; the largest: {largest}"
