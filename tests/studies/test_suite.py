@@ -70,3 +70,39 @@ def test_the_suites_other_cells_are_the_published_suites() -> None:
     kept = {spec_hash(c) for c in cells if c.algorithm not in moved and c.problem not in new}
     assert len(kept) == 150 and kept <= published
     assert not {spec_hash(c) for c in cells if spec_hash(c) not in kept} & published
+
+
+def test_the_full_effort_study_reads_every_cell_of_the_grid_as_its_own_configuration() -> None:
+    """The study the run at full effort is published under (``FULL_EFFORT``, ``STUDY`` at republication)
+    takes every cell of the grid as its default configuration, so its report drops none; the published
+    run's study (reduced effort) does not take the full-effort KG cells so."""
+    from analysis.claim_cells import DEFAULT_OPTIONS, cell_settings
+    from harness.study import check_study
+    from studies.suite.study import FULL_EFFORT, STUDY
+
+    assert check_study(FULL_EFFORT) is FULL_EFFORT
+    cells = resolve_grid("suite").cells
+    settings = {(c.problem, c.algorithm): cell_settings(dict(c.options), c.algorithm, c.problem, FULL_EFFORT)
+                for c in cells}
+    assert set(settings.values()) == {DEFAULT_OPTIONS}, {k: v for k, v in settings.items() if v != "{}"}
+    published = {cell_settings(dict(c.options), c.algorithm, c.problem, STUDY)
+                 for c in cells if c.algorithm == "rhokg-oneshot"}
+    assert DEFAULT_OPTIONS not in published
+
+
+def test_the_full_effort_studys_claims_and_figures_are_cells_of_the_grid() -> None:
+    """Every pair a claim of ``FULL_EFFORT`` compares ran on each of its problems at its measure, S3 reads
+    the CV-UCB paper's own portfolio, and the CVaR figure has a panel for every problem of the grid."""
+    from studies.suite.study import FULL_EFFORT
+
+    ran = {(c.problem, c.algorithm, c.risk) for c in resolve_grid("suite").cells}
+    for claim in FULL_EFFORT.claims:
+        for c in claim.comparisons:
+            for problem in c.problems:
+                for method in (*(c.a if isinstance(c.a, tuple) else (c.a,)), c.b):
+                    assert (problem, method, c.target) in ran, (claim.id, problem, method, c.target)
+    (s3,) = [claim for claim in FULL_EFFORT.claims if claim.id == "S3"]
+    assert {p for c in s3.comparisons for p in c.problems} == {
+        "hartmann6-5-1", "hartmann6-1-5", "yacht-5-1", "portfolio-cvucb-3-2"}
+    cvar = next(f for f in FULL_EFFORT.figures if f.target == "cvar")
+    assert set(cvar.problems) == {problem for problem, _, risk in ran if risk == "cvar"}
