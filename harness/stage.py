@@ -14,11 +14,17 @@ has done so far to a folder that lasts (a repository's, committed at every stage
 
 The first two are rebuilt beside their targets and swapped in whole. A stage never loses a staged cell:
 where ``FOLDER`` holds a cell that neither ``RUN`` nor ``PUBLISHED`` holds (a run folder lost and started
-again), nothing changes. To resume from a stage, unpack ``FOLDER`` into the run's folder
-(``harness.pack --unpack``) and copy the checkpoints into ``RUN/_checkpoints``
-(``docs/how-to/resume.md``).
+again), nothing changes. ``FOLDER`` also keeps the run's grid manifest (``_grid.json``).
 
-Exit codes: 0 staged; 2 bad input, or a stage that would lose staged cells (one line; nothing changed).
+``--restore`` goes the other way, to resume on a machine that lacks the run's folder (or beside it):
+into ``RUN`` (created where missing) go the staged cells, unpacked; with ``--without PUBLISHED``, the
+publication's cells that are cells of the staged grid (by its manifest); and the staged checkpoints.
+Nothing ``RUN`` holds is replaced, and a folder a driver is running into is refused. Then the same grid
+command resumes into ``RUN`` (``docs/how-to/resume.md``); on the CPU vendor the checkpoints were made on,
+the rows are a whole run's.
+
+Exit codes: 0 staged or restored; 2 bad input, or a stage that would lose staged cells (one line;
+nothing changed).
 """
 
 from __future__ import annotations
@@ -36,9 +42,19 @@ from pathlib import Path
 
 from harness.cli import EXIT_USAGE, Parser, UsageError, exit_with
 from harness.kernels import cpu_model, cpu_vendor
-from harness.pack import pack
+from harness.pack import pack, unpack
 from harness.procs import process_alive
-from harness.results import CHECKPOINT_DIR, RUNNING_LOCK, cell_files, file_hash, packs
+from harness.results import (
+    CHECKPOINT_DIR,
+    MANIFEST,
+    RUNNING_LOCK,
+    DamagedFileError,
+    cell_files,
+    file_hash,
+    packs,
+    read_manifest,
+    spec_hash,
+)
 
 PROG = "python -m harness.stage"
 #: The ledger's columns: when the driver started (UTC, to the minute), the commit of the checkout it runs
@@ -108,12 +124,13 @@ def _swap(built: Path, target: Path) -> None:
 
 
 def stage_cells(run: Path, cells: list[Path], to: Path) -> int:
-    """Replace ``to`` with ``cells`` (files of ``run``), packed.
+    """Replace ``to`` with ``cells`` (files of ``run``), packed, and the run's grid manifest (which cells
+    are its grid's: :func:`restore` takes the publication's cells by it).
 
     Args:
         run: the run's folder.
         cells: its cell files to stage (:func:`new_cells`).
-        to: the staged folder; removed where there is no cell to stage.
+        to: the staged folder; removed where there is neither a cell nor a manifest to stage.
 
     Returns:
         The number of cells staged.
@@ -125,8 +142,11 @@ def stage_cells(run: Path, cells: list[Path], to: Path) -> int:
             target = built / path.relative_to(run)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target)
+        if (run / MANIFEST).is_file():
+            shutil.copy2(run / MANIFEST, built / MANIFEST)
         if cells:
             pack(built)
+        if cells or (built / MANIFEST).is_file():
             _swap(built, to)
         else:
             shutil.rmtree(to, ignore_errors=True)
@@ -176,6 +196,16 @@ def _boot_time() -> float:
     raise OSError("/proc/stat has no btime")
 
 
+def _lock(run: Path) -> tuple[str, int, str | None] | None:
+    """The host, pid and start time (None where not recorded) that ``run``'s lock names, None without one
+    (an unreadable lock: None too, as the grid counts it stale)."""
+    try:
+        fields = (run / RUNNING_LOCK).read_text().split()
+        return fields[0], int(fields[1]), (fields[2] if len(fields) > 2 and fields[2] != "-" else None)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def running_driver(run: Path) -> Driver | str:
     """The driver writing into ``run`` now, from its lock (:data:`harness.results.RUNNING_LOCK`).
 
@@ -186,17 +216,16 @@ def running_driver(run: Path) -> Driver | str:
         The driver, or why there is none to record: no lock, a stale one, another host's, or a lock
         written without its driver's start time.
     """
-    try:
-        fields = (run / RUNNING_LOCK).read_text().split()
-    except OSError:
+    lock = _lock(run)
+    if lock is None:
         return "no grid's driver is running into it"
-    if len(fields) < 3 or fields[2] == "-":
-        return f"its lock {RUNNING_LOCK} does not name a driver's start time"
-    host, pid, ticks = fields[0], int(fields[1]), fields[2]
+    host, pid, ticks = lock
     if host != socket.gethostname():
         return f"its driver runs on host {host}: stage there to record it"
     if not process_alive(pid, ticks):
         return f"its driver (pid {pid}) is no longer running"
+    if ticks is None:
+        return f"its lock {RUNNING_LOCK} does not name its driver's start time"
     started = _boot_time() + int(ticks) / os.sysconf("SC_CLK_TCK")
     cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
     return Driver(pid, datetime.fromtimestamp(started, UTC), cwd)
@@ -238,11 +267,83 @@ def record_driver(ledger: Path, driver: Driver) -> bool:
     return True
 
 
+def _unpacked(folder: Path, into: Path) -> Path:
+    """A copy of the results folder ``folder`` at ``into``, one file per cell (unpacked where packed), without
+    its report and checkpoints."""
+    shutil.copytree(folder, into, ignore=shutil.ignore_patterns("_report", CHECKPOINT_DIR))
+    if packs(into):
+        unpack(into)
+    return into
+
+
+def _copy_missing(source: Path, run: Path, wanted: set[str] | None) -> int:
+    """Copy the cell files of ``source`` (those whose hash is in ``wanted``, if given) into ``run``, where it
+    has none of that name: a cell the run has is never replaced. Returns the number copied."""
+    good, bad = cell_files(source)
+    if bad:
+        raise UsageError(f"{bad[0][0]}: {bad[0][1]}; restore stopped")
+    copied = 0
+    for path, _ in good:
+        target = run / path.relative_to(source)
+        if (wanted is None or file_hash(path) in wanted) and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+            copied += 1
+    return copied
+
+
+def restore(run: Path, to: Path, without: Path | None, checkpoints: Path) -> tuple[int, int, int]:
+    """Make ``run`` ready to resume from a stage: the staged cells, unpacked; the cells of ``without`` that
+    are cells of the staged grid; the staged checkpoints. Nothing ``run`` holds is replaced.
+
+    Args:
+        run: the folder the grid will run into (created where missing).
+        to: the staged folder (with the grid's manifest where ``without`` is given).
+        without: the publication the run extends, or None.
+        checkpoints: the staged checkpoints.
+
+    Returns:
+        The numbers of staged cells, published cells and checkpoints copied into ``run``.
+
+    Raises:
+        UsageError: a driver is running into ``run``, nothing is staged at ``to``, ``to`` has no manifest
+            where ``without`` is given, or a cell file is damaged.
+    """
+    lock = _lock(run)
+    if lock is not None and (lock[0] != socket.gethostname() or process_alive(lock[1], lock[2])):
+        raise UsageError(f"a grid's driver (host {lock[0]}, pid {lock[1]}) holds {run}: stop it, or remove "
+                         f"{run / RUNNING_LOCK} if it has ended, before restoring into it")
+    if not to.is_dir():
+        raise UsageError(f"nothing is staged at {to}")
+    try:
+        manifest = read_manifest(to)
+    except DamagedFileError as error:
+        raise UsageError(str(error)) from None
+    if without is not None and manifest is None:
+        raise UsageError(f"{to} has no {MANIFEST}, so which of {without}'s cells are the grid's is unknown: "
+                         "stage with this version first")
+    run.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".restore.", dir=run.parent) as scratch:
+        n_staged = _copy_missing(_unpacked(to, Path(scratch) / "staged"), run, None)
+        n_published = 0
+        if without is not None and manifest is not None:
+            wanted = {spec_hash(spec) for spec in manifest[1]}
+            n_published = _copy_missing(_unpacked(without, Path(scratch) / "published"), run, wanted)
+    n_checkpoints = 0
+    for path in sorted(checkpoints.rglob("*")) if checkpoints.is_dir() else []:
+        target = run / CHECKPOINT_DIR / path.relative_to(checkpoints)
+        if path.is_file() and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+            n_checkpoints += 1
+    return n_staged, n_published, n_checkpoints
+
+
 def build_parser() -> Parser:
     """The command line of ``python -m harness.stage``.
 
     Returns:
-        The parser of ``RUN``, ``--to``, ``--without``, ``--checkpoints`` and ``--ledger``.
+        The parser of ``RUN``, ``--to``, ``--without``, ``--checkpoints``, ``--ledger`` and ``--restore``.
     """
     parser = Parser(prog=PROG, description="Stage a grid run in progress: its finished cells (packed), its "
                     "checkpoints, and its driver's row in the run's ledger, each in a folder that lasts.",
@@ -254,6 +355,10 @@ def build_parser() -> Parser:
                         help="a results folder whose cells are not staged (a publication the run extends)")
     parser.add_argument("--checkpoints", metavar="DIR", help="where its checkpoints go (FOLDER-checkpoints)")
     parser.add_argument("--ledger", metavar="CSV", help="the run's ledger of driver starts (FOLDER-runs.csv)")
+    parser.add_argument("--restore", action="store_true",
+                        help="the other way: make RUN ready to resume from the stage (the staged cells, "
+                             "PUBLISHED's cells of the staged grid, the checkpoints; nothing RUN holds is "
+                             "replaced), then rerun the grid into RUN")
     return parser
 
 
@@ -261,7 +366,7 @@ def _folders(args) -> tuple[Path, Path, Path | None, Path, Path]:
     """RUN, FOLDER, PUBLISHED, the checkpoints' folder and the ledger, checked."""
     run, to = Path(args.run), Path(args.to)
     without = Path(args.without) if args.without else None
-    for folder in (run, without):
+    for folder in (run if not args.restore else None, without):
         if folder is not None and not folder.is_dir():
             raise UsageError(f"{folder} is not a folder")
     checkpoints = Path(args.checkpoints) if args.checkpoints else to.with_name(f"{to.name}-checkpoints")
@@ -280,11 +385,17 @@ def main(argv: list[str] | None = None) -> int:
         argv: the command's arguments (default: ``sys.argv[1:]``).
 
     Returns:
-        The exit code, 0 staged, :data:`harness.cli.EXIT_USAGE` for bad input or a stage that would lose
-        staged cells.
+        The exit code, 0 staged (or restored), :data:`harness.cli.EXIT_USAGE` for bad input or a stage that
+        would lose staged cells.
     """
     try:
-        run, to, without, checkpoints, ledger = _folders(build_parser().parse_args(argv))
+        args = build_parser().parse_args(argv)
+        run, to, without, checkpoints, ledger = _folders(args)
+        if args.restore:
+            n_staged, n_published, n_checkpoints = restore(run, to, without, checkpoints)
+            print(f"{run}: restored {n_staged} staged cells, {n_published} published cells and "
+                  f"{n_checkpoints} checkpoints (what it held is kept); resume by running its grid into it")
+            return 0
         cells = new_cells(run, without, to)
         n_cells = stage_cells(run, cells, to)
         n_checkpoints = stage_checkpoints(run, checkpoints)

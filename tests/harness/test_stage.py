@@ -4,6 +4,7 @@ its driver's row in the run's ledger, never losing a staged cell."""
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 import socket
 import subprocess
@@ -154,3 +155,40 @@ def test_the_command_line_stages(folders: tuple[Path, Path], tmp_path: Path) -> 
     argv = [sys.executable, "-m", "harness.stage", str(folders[0]), "--to", str(tmp_path / "s")]
     done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0 and "4 finished cells staged" in done.stdout, done.stderr
+
+
+def test_a_restore_gives_the_run_back_from_its_stage_and_the_publication(
+        folders: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    run, published = folders
+    to = tmp_path / "suite"
+    assert stage(capsys, run, "--to", to, "--without", published)[0] == 0
+    again = tmp_path / "again"
+    kept = cell_path(again, SPECS[3])  # a cell the folder holds already is not replaced
+    kept.parent.mkdir(parents=True)
+    shutil.copy2(cell_path(run, SPECS[3]), kept)
+    before = kept.stat().st_mtime_ns
+    code, out, err = stage(capsys, again, "--to", to, "--without", published, "--restore")
+    assert (code, err) == (0, "")
+    assert "restored 2 staged cells, 1 published cells and 1 checkpoints" in out
+    assert hashes(again) == sorted(spec_hash(s) for s in SPECS) and kept.stat().st_mtime_ns == before
+    for spec in SPECS[1:]:  # each as the run's own file: its metadata and rows
+        assert read_cell(cell_path(again, spec)) == read_cell(cell_path(run, spec))
+    (mine,) = [p for p, _ in cell_files(published)[0]]  # and the publication's, as published
+    assert read_cell(cell_path(again, SPECS[0])) == read_cell(mine)
+    assert [p.name for p in (again / "_checkpoints").rglob("*") if p.is_file()] == ["seed0-abc.ckpt"]
+
+
+def test_a_restore_refuses_a_running_folder_and_a_stage_without_its_grid(
+        folders: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    run, published = folders
+    to = tmp_path / "suite"
+    assert stage(capsys, run, "--to", to)[0] == 0
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "_running.lock").write_text(f"{socket.gethostname()} {os.getpid()} {process_start(os.getpid())}")
+    code, _, err = stage(capsys, busy, "--to", to, "--restore")
+    assert code == 2 and f"holds {busy}: stop it" in err
+    assert sorted(busy.iterdir()) == [busy / "_running.lock"]
+    (to / "_grid.json").unlink()
+    code, _, err = stage(capsys, tmp_path / "new", "--to", to, "--without", published, "--restore")
+    assert code == 2 and "has no _grid.json" in err and not (tmp_path / "new").exists()
