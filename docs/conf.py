@@ -9,12 +9,16 @@ Build: ``python -m sphinx -W --keep-going -b html docs docs/_build/html``.
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib.metadata import version as _version
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "_ext"))
+# argparse wraps a command's usage to the terminal's width, read from COLUMNS: the page's code boxes
+# hold about 66 characters at 1280 px, so the usage lines wrap inside them instead of scrolling
+os.environ["COLUMNS"] = "66"
 
 project = "varbo-bench"
 author = "the varbo-bench developers"

@@ -347,7 +347,8 @@ def build_parser() -> Parser:
     """
     parser = Parser(prog=PROG, description="Stage a grid run in progress: its finished cells (packed), its "
                     "checkpoints, and its driver's row in the run's ledger, each in a folder that lasts.",
-                    epilog="Exit codes: 0 staged; 2 bad input, or a stage that would lose staged cells.")
+                    epilog="Exit codes: 0 staged or restored; 2 bad input, or a stage that would lose staged "
+                    "cells.")
     parser.add_argument("run", metavar="RUN", help="the folder a grid runs into (harness.run --out)")
     parser.add_argument("--to", metavar="FOLDER", required=True,
                         help="where its finished cells go, packed (replaced at every stage)")
