@@ -109,18 +109,36 @@ def new_cells(run: Path, without: Path | None, staged: Path) -> list[Path]:
     lost = (_hashes(staged) if staged.is_dir() else set()) - left_out - {file_hash(path) for path, _ in good}
     if lost:
         raise UsageError(f"{staged} holds {len(lost)} cells that {run} lacks (e.g. {sorted(lost)[0]}): "
-                         f"unpack it into {run} first (harness.pack --unpack); nothing was staged")
+                         f"restore it into {run} first (harness.stage {run} --to {staged} --restore); "
+                         "nothing was staged")
     return [path for path, _ in good if file_hash(path) not in left_out]
+
+
+def _old(target: Path) -> Path:
+    """Where :func:`_swap` keeps ``target``'s former content until the new one is in place."""
+    return target.with_name(f".{target.name}.old")
+
+
+def recover(target: Path) -> None:
+    """Undo a swap that stopped between its two renames: ``target`` missing and its former content kept
+    aside (:func:`_old`) is put back; a leftover beside a ``target`` that is there is removed.
+
+    Args:
+        target: a staged folder.
+    """
+    old = _old(target)
+    if old.exists() and not target.exists():
+        old.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _swap(built: Path, target: Path) -> None:
     """Put the folder ``built`` where ``target`` is, removing what was there (both on one file system)."""
-    old = target.with_name(f".{target.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
+    recover(target)
     if target.exists():
-        target.rename(old)
+        target.rename(_old(target))
     built.rename(target)
-    shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(_old(target), ignore_errors=True)
 
 
 def stage_cells(run: Path, cells: list[Path], to: Path) -> int:
@@ -392,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         run, to, without, checkpoints, ledger = _folders(args)
+        for target in (to, checkpoints):
+            recover(target)
         if args.restore:
             n_staged, n_published, n_checkpoints = restore(run, to, without, checkpoints)
             print(f"{run}: restored {n_staged} staged cells, {n_published} published cells and "

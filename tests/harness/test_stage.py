@@ -192,3 +192,19 @@ def test_a_restore_refuses_a_running_folder_and_a_stage_without_its_grid(
     (to / "_grid.json").unlink()
     code, _, err = stage(capsys, tmp_path / "new", "--to", to, "--without", published, "--restore")
     assert code == 2 and "has no _grid.json" in err and not (tmp_path / "new").exists()
+
+
+def test_a_swap_stopped_between_its_renames_is_undone_before_anything_else(
+        folders: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A stage killed after moving the old staged folder aside and before putting the new one in place
+    leaves only ``.suite.old``: the next stage puts it back first, so that its cells still count."""
+    run, _ = folders
+    to = tmp_path / "suite"
+    assert stage(capsys, run, "--to", to)[0] == 0
+    to.rename(tmp_path / ".suite.old")
+    restarted = tmp_path / "restarted"
+    shutil.copytree(run, restarted)
+    cell_path(restarted, SPECS[1]).unlink()
+    code, _, err = stage(capsys, restarted, "--to", to)
+    assert code == 2 and "holds 1 cells that" in err  # the set-aside cells were seen
+    assert hashes(to) == sorted(spec_hash(s) for s in SPECS) and not (tmp_path / ".suite.old").exists()
