@@ -88,8 +88,28 @@ def test_resuming_after_every_iteration_gives_the_uninterrupted_rows(algorithm: 
     between iterations) shows at the first iteration after which it differs, resumed fresh there
     against the uninterrupted run's carried one."""
     options = smoke_options(algorithm, kind == "continuous")
-    spec = CellSpec.make(PROBLEMS[kind], algorithm, seed=2, iterations=ITERATIONS, risk=risk,
-                         options=options or None)
+    _resumes_exactly(CellSpec.make(PROBLEMS[kind], algorithm, seed=2, iterations=ITERATIONS, risk=risk,
+                                   options=options or None))
+
+
+#: The suite's one-shot KGs: BoTorch's computation on the fused engine, with the exact gradient
+#: (``studies/suite/grids.py``), whose cells its run resumes from one sitting to the next
+SUITE_ENGINE = {"engine": "fused", "gradient": "exact"}
+
+
+@pytest.mark.parametrize("algorithm", ["rhokg-oneshot", "botorch-risk"])
+def test_the_fused_engine_resumes_exactly(algorithm: str) -> None:
+    """The cases above run the one-shot KGs on BoTorch's engine; the suite's run resumes them on the
+    fused one with the exact gradient, and publishes a resumed cell only where resuming gives the
+    uninterrupted rows (``tests/studies/test_publication.py``): checked here in that configuration."""
+    options = smoke_options(algorithm, False) | SUITE_ENGINE
+    _resumes_exactly(CellSpec.make(PROBLEMS["discrete"], algorithm, seed=2, iterations=ITERATIONS,
+                                   risk="cvar", options=options))
+
+
+def _resumes_exactly(spec: CellSpec) -> None:
+    """Resumed after each iteration of ``spec``'s run, its next iteration leaves the uninterrupted run's
+    next checkpoint, and resumed after the last, its rows (the test above says why)."""
     saved: dict[int, bytes] = {}
     full = run_cell(spec, on_checkpoint=lambda data, t: saved.__setitem__(t, data),
                     checkpoint_every_s=0.0)
