@@ -45,7 +45,7 @@ from harness.grid import named_grids
 from harness.grid_args import build_parser, grid_and_cells
 from harness.grid_cells import Grid, cell_label, unavailable_reason
 from harness.packed import PackedCell
-from harness.procs import process_alive, process_start
+from harness.procs import process_alive, process_record, record_holder
 from harness.results import (
     RUNNING_LOCK,
     Location,
@@ -156,7 +156,7 @@ def _lock(out: Location) -> Iterator[None]:
     refused."""
     path = out / RUNNING_LOCK
     host = socket.gethostname()
-    mine = f"{host} {os.getpid()} {process_start(os.getpid()) or '-'}"
+    mine = process_record(os.getpid())
     local = isinstance(path, Path) and type(path).__module__.startswith("pathlib")
     for _ in range(3):
         if local:
@@ -172,13 +172,10 @@ def _lock(out: Location) -> Iterator[None]:
             path.write_text(mine)
             break
         try:
-            fields = path.read_text().split()
-            if len(fields) == 1:  # written by an older version: the pid only
-                fields = [host, *fields]
-            other_host, pid = fields[0], int(fields[1])
-            started = fields[2] if len(fields) > 2 and fields[2] != "-" else None
-        except (OSError, ValueError, IndexError):
-            other_host, pid, started = host, -1, None  # unreadable or vanished: stale
+            holder = record_holder(path.read_text())
+        except OSError:
+            holder = None
+        other_host, pid, started = holder or (host, -1, None)  # unreadable or vanished: stale
         if other_host != host:
             raise UsageError(f"a grid run on host {other_host} (pid {pid}) holds {out}; remove {path} "
                              "if it has ended")

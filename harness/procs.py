@@ -1,10 +1,11 @@
 """Whether a process recorded by pid (a grid's driver, in its lock or its progress file) still runs on
 this host: the pid and the start time of the process, so that a pid reused by another process does
-not pass for the one recorded."""
+not pass for the one recorded; and the text a lock names its process by (:func:`process_record`)."""
 
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 
@@ -54,3 +55,35 @@ def process_alive(pid: int, started: str | None) -> bool:
     if state in ("Z", "X"):
         return False
     return started is None or process_start(pid) in (None, started)
+
+
+def process_record(pid: int) -> str:
+    """How a lock names process ``pid`` of this host: ``HOST PID START`` (:func:`process_start`, ``-``
+    where it cannot be read), read back by :func:`record_holder`.
+
+    Args:
+        pid: the process's id.
+
+    Returns:
+        The record's text.
+    """
+    return f"{socket.gethostname()} {pid} {process_start(pid) or '-'}"
+
+
+def record_holder(text: str) -> tuple[str, int, str | None] | None:
+    """The process a record of :func:`process_record` names (an older record, ``PID`` alone, names one of
+    this host).
+
+    Args:
+        text: the record, as read.
+
+    Returns:
+        (host, pid, start time or None), or None for a text that is no such record.
+    """
+    fields = text.split()
+    if len(fields) == 1:
+        fields = [socket.gethostname(), *fields]
+    try:
+        return fields[0], int(fields[1]), (fields[2] if len(fields) > 2 and fields[2] != "-" else None)
+    except (ValueError, IndexError):
+        return None

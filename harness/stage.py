@@ -43,7 +43,7 @@ from pathlib import Path
 from harness.cli import EXIT_USAGE, Parser, UsageError, exit_with
 from harness.kernels import cpu_model, cpu_vendor
 from harness.pack import pack, unpack
-from harness.procs import process_alive
+from harness.procs import process_alive, record_holder
 from harness.results import (
     CHECKPOINT_DIR,
     MANIFEST,
@@ -218,9 +218,8 @@ def _lock(run: Path) -> tuple[str, int, str | None] | None:
     """The host, pid and start time (None where not recorded) that ``run``'s lock names, None without one
     (an unreadable lock: None too, as the grid counts it stale)."""
     try:
-        fields = (run / RUNNING_LOCK).read_text().split()
-        return fields[0], int(fields[1]), (fields[2] if len(fields) > 2 and fields[2] != "-" else None)
-    except (OSError, ValueError, IndexError):
+        return record_holder((run / RUNNING_LOCK).read_text())
+    except OSError:
         return None
 
 

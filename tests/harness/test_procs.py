@@ -29,3 +29,20 @@ def test_a_zombie_is_not_alive_and_a_running_process_is() -> None:
         running.wait()
         ended.wait()
     assert not process_alive(ended.pid, None) and not process_alive(running.pid, started)
+
+
+def test_a_lock_record_names_its_process_and_reads_back() -> None:
+    """The record a grid's lock holds (``HOST PID START``) and the older one (``PID`` alone, this
+    host's); anything else names no process."""
+    import os
+    import socket
+    from pathlib import Path
+
+    from harness.procs import process_record, record_holder
+
+    ticks = Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    assert process_record(os.getpid()) == f"{socket.gethostname()} {os.getpid()} {ticks}"
+    assert record_holder(process_record(os.getpid())) == (socket.gethostname(), os.getpid(), ticks)
+    assert record_holder("4242") == (socket.gethostname(), 4242, None)
+    assert record_holder("elsewhere 17 -") == ("elsewhere", 17, None)
+    assert record_holder("") is None and record_holder("host notapid 1") is None
