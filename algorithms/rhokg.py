@@ -65,7 +65,8 @@ from problems.seeding import derive_seed, generator
 #: :mod:`algorithms.rhokg_estimator` and :mod:`algorithms.rhokg_acquisition` and are re-exported.
 __all__ = ["ACQ_WEIGHTS", "CVAR_FORMULAS", "REFINE", "RELEASED_MEASURES", "RHOKG_CONVERGED",
            "RHOKG_EVALUATION_S", "RHOKG_FIXED_S", "TTS_RESET", "FastRhoKG", "Measure", "RhoKGAcquisition",
-           "RhoKGApx", "RhoKGApxReleased", "WSet", "borisk_cvar_equal", "borisk_cvar_weighted", "measures",
+           "RhoKGApx", "RhoKGApxReleased", "WSet", "borisk_cvar_equal", "borisk_cvar_equal_weights",
+           "borisk_cvar_weighted", "measures",
            "rhokg_evaluations"]
 
 
@@ -79,6 +80,16 @@ def borisk_cvar_equal(values: Tensor, masses: Tensor, alpha: float) -> Tensor:
     n = values.shape[-1]
     k = n - int(n * (1.0 - alpha))  # BoRisk's int() of a float product, kept as it is
     return torch.topk(values, k, dim=-1, largest=False).values.mean(-1)
+
+
+def borisk_cvar_equal_weights(values: Tensor, masses: Tensor, alpha: float) -> Tensor:
+    """The weights at which :func:`borisk_cvar_equal` is attained: 1 / k on its k smallest values,
+    zero elsewhere (``masses`` ignored, as there). That measure is the minimum over every k of the
+    values of their mean, so these weights bound it from above anywhere (rho-KG^apx's pruning)."""
+    n = values.shape[-1]
+    k = n - int(n * (1.0 - alpha))
+    index = torch.topk(values.detach(), k, dim=-1, largest=False).indices
+    return torch.zeros_like(values).scatter_(-1, index, 1.0 / k)
 
 
 def borisk_cvar_weighted(values: Tensor, masses: Tensor, alpha: float) -> Tensor:
@@ -96,19 +107,23 @@ def borisk_cvar_weighted(values: Tensor, masses: Tensor, alpha: float) -> Tensor
 
 
 #: BoRisk's released formulas where they differ from the exact measure: (the acquisition's, the
-#: current best's and recommendation's). VaR has none: BoRisk's equals the definition (int(n alpha_B)
-#: is the lower quantile's order statistic).
-RELEASED_MEASURES: dict[str, tuple[Measure, Measure]] = {"cvar": (borisk_cvar_equal, borisk_cvar_weighted)}
+#: current best's and recommendation's, and the weights at which the acquisition's is attained, see
+#: :func:`measures`). VaR has none: BoRisk's equals the definition (int(n alpha_B) is the lower
+#: quantile's order statistic).
+RELEASED_MEASURES: dict[str, tuple[Measure, Measure, Measure]] = {
+    "cvar": (borisk_cvar_equal, borisk_cvar_weighted, borisk_cvar_equal_weights)}
 
 
-def measures(risk: str, formula: str) -> tuple[Measure, Measure]:
-    """The acquisition's measure and the current best's and recommendation's, for the cell's risk
-    measure and ``cvar_formula``: the exact one twice (:mod:`problems.measures`), or BoRisk's
+def measures(risk: str, formula: str) -> tuple[Measure, Measure, Measure | None]:
+    """The acquisition's measure, the current best's and recommendation's, and, where the
+    acquisition's is coherent (a minimum of expectations), the weights at which it is attained
+    (:class:`FastRhoKG`'s ``attained``, which tightens its pruning; None for VaR): for the cell's
+    risk measure and ``cvar_formula``, the exact one (:mod:`problems.measures`), or BoRisk's
     released formulas where it has its own (:data:`RELEASED_MEASURES`)."""
     if formula == "released" and risk in RELEASED_MEASURES:
         return RELEASED_MEASURES[risk]
-    exact = risk_measure(risk).of_distribution
-    return exact, exact
+    exact = risk_measure(risk)
+    return exact.of_distribution, exact.of_distribution, exact.weights if exact.coherent else None
 
 
 #: Values of the options that choose between the method and BoRisk's released code (first: default).
@@ -291,8 +306,9 @@ class RhoKGApx(Algorithm):
         self.tts_frequency, self.L = tts_frequency, num_w_samples
         self.acq_weights, self.refine, self.tts_reset = acq_weights, refine, tts_reset
         self.cvar_formula = cvar_formula
-        #: the acquisition's measure, and the current best's and recommendation's (MEASURES)
-        self.measure, self.best_measure = measures(self.risk, cvar_formula)
+        #: the acquisition's measure, the current best's and recommendation's, and the weights at
+        #: which the acquisition's is attained where it is coherent (:func:`measures`)
+        self.measure, self.best_measure, self.attained = measures(self.risk, cvar_formula)
 
     # -- per-iteration randomness -------------------------------------------------------------
     def _w_set(self, t: int | str) -> WSet:
@@ -331,7 +347,7 @@ class RhoKGApx(Algorithm):
         if self.acq_weights == "uniform":
             w_acq = WSet(w.points, torch.full_like(w.weights, 1.0 / w.weights.numel()))
         est = FastRhoKG(model, w_acq, self.problem.alpha, self.observed_x(train_X), eps_now, eps,
-                        measure=self.measure)
+                        measure=self.measure, attained=self.attained)
         same = w_acq is w and self.best_measure is self.measure
         now_past = est.now_past if same else est.estimate_now(est.past_x, w.weights, self.best_measure)
         return est, float(now_past.max()), (xi, eps, xi_low)

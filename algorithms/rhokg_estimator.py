@@ -103,6 +103,48 @@ def estimate_bounds(centre: Tensor, v: Tensor, coef: Tensor) -> tuple[Tensor, Te
     return centre + ends.amin(0).mean(-1), centre + ends.amax(0).mean(-1)
 
 
+def coherent_bounds(centre: Tensor, attained: Tensor, attained_centre: Tensor, v: Tensor, coef: Tensor,
+                    rho_v: Tensor, rho_minus_v: Tensor) -> tuple[Tensor, Tensor]:
+    """Tighter bounds than :func:`estimate_bounds` on mean_s rho(a_ks + v coef_ks) for a coherent
+    lower-tail measure rho, one that is the minimum of expectations over a set of weights (CVaR,
+    the mean of the k smallest values, the worst case; not VaR).
+
+    Such a rho is superadditive and positively homogeneous, and rho(a) = w_a . a for the weights
+    w_a that attain its minimum, so for every sample row a and scalar c:
+
+        rho(a) + rho(c v) <= rho(a + c v) <= w_a . (a + c v) = w_a . a + c (w_a . v),
+
+    with rho(c v) = c rho(v) for c >= 0 and |c| rho(-v) for c < 0 (the upper bound holds for any
+    weights of the set; w_a . a = rho(a) makes it tight at c = 0). Where v is peaked (a
+    cross-covariance with a candidate), w_a . v, a tail average, lies far below max(v).
+
+    Args:
+        centre: ``P x K`` mean over s of rho(a_ks), for each x' (P) and fantasy (K).
+        attained: ``P x K x M x m`` the weights w_a at which rho(a_ks) is attained.
+        attained_centre: ``P x K`` mean over s of w_a . a_ks.
+        v: ``b x P x m`` the rank-one direction per candidate and x'.
+        coef: ``b x P x K x M`` its coefficient per fantasy and sample.
+        rho_v, rho_minus_v: ``b x P`` rho(v) and rho(-v).
+
+    Returns:
+        ``(lower, upper)``, each ``b x P x K``.
+    """
+    P, K, M, m = attained.shape
+    b = v.shape[0]
+    # w_a . v for every (candidate, x', fantasy, sample): one batched product per x'
+    tail = torch.bmm(attained.reshape(P, K * M, m), v.permute(1, 2, 0)).view(P, K, M, b)
+    upper = attained_centre + (coef * tail.permute(3, 0, 1, 2)).mean(-1)
+    scaled = torch.where(coef >= 0, coef * rho_v[..., None, None], -coef * rho_minus_v[..., None, None])
+    return centre + scaled.mean(-1), upper
+
+
+def _reaches(upper: Tensor, lower: Tensor) -> Tensor:
+    """``b x P x K``: the pairs whose upper bound reaches the best lower bound ``lower`` (``b x K``)
+    over S, with a margin far above rounding (bounds and estimates are within ulps of exact)."""
+    margin = 1e-8 * (1.0 + lower.abs())
+    return upper >= (lower - margin).unsqueeze(1)
+
+
 def var_estimate(mean: Tensor, root: Tensor, eps: Tensor, masses: Tensor, alpha: float,
                  measure: Measure = weighted_var) -> Tensor:
     """E[VaR] (or E[``measure``]) over samples ``mean + root @ eps``.
@@ -178,15 +220,20 @@ class FastRhoKG:
         measure: the risk measure of a sample over W (default VaR; CVaR for a CVaR cell, see
             :data:`MEASURES`); the pruning's bounds (:func:`estimate_bounds`) hold for any measure
             that is monotone and shifts with a constant, as both are.
+        attained: for a coherent ``measure`` (a minimum of expectations: CVaR, not VaR), the
+            weights at which it is attained, ``batch x m`` values, ``m`` masses, alpha ->
+            ``batch x m`` (:meth:`problems.measures.RiskMeasure.weights`); the pruning then uses
+            the tighter :func:`coherent_bounds`. None: :func:`estimate_bounds`. Either way no
+            value or gradient changes, only how many are left uncomputed.
     """
 
     def __init__(self, model: SingleTaskGP, w: WSet, alpha: float, past_x: Tensor,
                  eps_now: Tensor, eps_fantasy: Tensor, root: str = "update",
-                 measure: Measure = weighted_var) -> None:
+                 measure: Measure = weighted_var, attained: Measure | None = None) -> None:
         if root not in ("update", "cholesky"):
             raise ValueError(f"root must be 'update' or 'cholesky', got {root!r}")
         self.post = _Posterior(model)
-        self.measure = measure
+        self.measure, self.attained = measure, attained
         self.w, self.alpha, self.past_x, self.root = w, alpha, past_x, root
         self.eps_now, self.eps_fantasy = eps_now, eps_fantasy
         with torch.no_grad():
@@ -201,6 +248,10 @@ class FastRhoKG:
                 # mean over samples of VaR(mean + L eps_k), P x K: the centre of the bound on
                 # every fantasy's estimate at a past x' (see :meth:`_full_search_update`)
                 self.var_base_past = measure(self.mean_base_past, w.weights, alpha).mean(-1)
+                # P x K x M x m: the weights at which each of those measures is attained
+                if attained is not None:
+                    self.attained_past = attained(self.mean_base_past, w.weights, alpha)
+                    self.attained_centre = (self.attained_past * self.mean_base_past).sum(-1).mean(-1)
 
     def estimate_now(self, x: Tensor, weights: Tensor | None = None,
                      measure: Measure | None = None) -> Tensor:
@@ -356,6 +407,12 @@ class FastRhoKG:
         """The ``b x P x K`` past-x' estimates of :meth:`_full_search_update`, ``-inf`` for the
         (candidate, x') pairs that cannot hold the max over S (its docstring has the bound).
 
+        In two stages: first, for each (candidate, fantasy), the x' of the highest upper bound,
+        usually the max, whose exact estimate then raises the lower bound that the other x' must
+        reach (on Hartmann-6 (1,5) this leaves about 6 % of the pairs to estimate, against 37 % in
+        one stage with the bounds of :func:`estimate_bounds`). Each estimate is a function of its own
+        rows only, so which pairs are computed, and in which stage, changes no value.
+
         Args:
             values_x: ``b x K`` the candidates' own-x estimates (standardized scale).
             v_p: ``b x P x m`` rank-one factors; coef: ``b x P x K x M`` their coefficients.
@@ -364,16 +421,14 @@ class FastRhoKG:
         grad = torch.is_grad_enabled() and (v_p.requires_grad or coef.requires_grad)
         values_p = torch.full((b, P, K), -math.inf, dtype=coef.dtype)
         with torch.no_grad():
-            lower_p, upper_p = estimate_bounds(self.var_base_past[:, :K], v_p, coef)  # b x P x K
+            lower_p, upper_p = self._past_bounds(v_p, coef, K)  # b x P x K
             lower = torch.maximum(values_x, lower_p.amax(1))  # b x K
-            # a margin far above rounding (bounds and estimates are within ulps of exact)
-            margin = 1e-8 * (1.0 + lower.abs())
-            live = upper_p >= (lower - margin).unsqueeze(1)  # b x P x K
-            bi, pj, kk = live.nonzero(as_tuple=True)
-            samples = torch.addcmul(self.mean_base_past[pj, kk], v_p[bi, pj][:, None, :],
-                                    coef[bi, pj, kk].unsqueeze(-1))  # r x M x m
-            kept = self.measure(samples, self.w.weights, self.alpha).mean(-1)  # r
-            values_p.index_put_((bi, pj, kk), kept)
+            top = upper_p.argmax(1, keepdim=True)  # b x 1 x K
+            first = torch.zeros_like(upper_p, dtype=torch.bool).scatter_(1, top, True)
+            first &= _reaches(upper_p, lower)
+            self._estimate_pairs(values_p, first, v_p, coef)
+            lower = torch.maximum(lower, values_p.amax(1))
+            self._estimate_pairs(values_p, _reaches(upper_p, lower) & ~first, v_p, coef)
             if not grad:  # raw scoring, values at solutions: done
                 return values_p
             # With a gradient, only the x' that hold a max carry one. They are recomputed with
@@ -389,6 +444,23 @@ class FastRhoKG:
         kept = self.measure(samples, self.w.weights, self.alpha).mean(-1)  # r x K
         return values_p.index_put((bi, pj), kept)
 
+    def _past_bounds(self, v_p: Tensor, coef: Tensor, K: int) -> tuple[Tensor, Tensor]:
+        """``b x P x K`` lower and upper bounds on the past-x' estimates: :func:`coherent_bounds`
+        for a coherent measure, :func:`estimate_bounds` otherwise."""
+        centre = self.var_base_past[:, :K]
+        if self.attained is None:
+            return estimate_bounds(centre, v_p, coef)
+        masses = self.w.weights
+        return coherent_bounds(centre, self.attained_past[:, :K], self.attained_centre[:, :K], v_p, coef,
+                               self.measure(v_p, masses, self.alpha), self.measure(-v_p, masses, self.alpha))
+
+    def _estimate_pairs(self, values_p: Tensor, pairs: Tensor, v_p: Tensor, coef: Tensor) -> None:
+        """Fill ``values_p`` (``b x P x K``) at the ``pairs`` (a mask of its shape) with their
+        estimates, mean over s of the measure of mean + L eps_ks + v coef_ks, without gradient."""
+        bi, pj, kk = pairs.nonzero(as_tuple=True)
+        samples = torch.addcmul(self.mean_base_past[pj, kk], v_p[bi, pj][:, None, :],
+                                coef[bi, pj, kk].unsqueeze(-1))  # r x M x m
+        values_p.index_put_((bi, pj, kk), self.measure(samples, self.w.weights, self.alpha).mean(-1))
 
     def remembered_estimates(self, candidates: Tensor, xi: Tensor, eps: Tensor, index: Tensor,
                              kept: dict) -> Tensor:

@@ -63,6 +63,10 @@ class RiskMeasure(ABC):
     worst_case_below_smallest_mass: ClassVar[bool] = False
     #: A cell can be asked to optimize it (``--risk``); the worst case is StableOpt's target only.
     selectable: ClassVar[bool] = True
+    #: The measure is the minimum of expectations over a set of weights (CVaR, the worst case, the
+    #: mean; not VaR), attained at :meth:`weights`: so it is superadditive and positively
+    #: homogeneous, and rho(a + b) <= weights(a) . (a + b), which rho-KG^apx's pruning uses.
+    coherent: ClassVar[bool] = False
 
     @abstractmethod
     def of_distribution(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
@@ -121,6 +125,7 @@ class CVaR(RiskMeasure):
 
     name, label, column = "cvar", "CVaR", "cvar_rec"
     worst_case_below_smallest_mass = True
+    coherent = True
 
     def of_distribution(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
         return weighted_cvar(values, masses, alpha)
@@ -145,6 +150,7 @@ class WorstCase(RiskMeasure):
 
     name, label, column = "worst_case", "worst case", "worst_rec"
     selectable = False
+    coherent = True
 
     def of_distribution(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
         inside = masses.expand_as(values) > 0  # a value of no mass is not in the support
@@ -165,6 +171,7 @@ class Mean(RiskMeasure):
     (``--risk mean``); alpha plays no part."""
 
     name, label, column = "mean", "mean", "mean_rec"
+    coherent = True
 
     def of_distribution(self, values: Tensor, masses: Tensor, alpha: float) -> Tensor:
         return (values * masses).sum(dim=-1)

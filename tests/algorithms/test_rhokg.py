@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from botorch.utils.sampling import draw_sobol_normal_samples
+from torch import Tensor
 
 from algorithms.gp import fit_gp
 from algorithms.rhokg import (
@@ -156,17 +157,25 @@ def test_cached_two_time_scale_path_equals_refactoring_the_remembered_points() -
     torch.testing.assert_close(cached, fresh, rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize(("name", "n", "K"), [("hartmann-1-2-discrete", 40, 10),
-                                              ("hartmann-1-2-discrete", 25, 4),
-                                              ("branin-1-1-continuous", 30, 10)])
-def test_pruning_leaves_the_max_over_s_and_its_gradient_bit_for_bit(name: str, n: int, K: int) -> None:
+@pytest.mark.parametrize(("name", "n", "K", "options"), [
+    ("hartmann-1-2-discrete", 40, 10, {}),
+    ("hartmann-1-2-discrete", 25, 4, {}),
+    ("branin-1-1-continuous", 30, 10, {}),
+    ("hartmann-1-2-discrete", 40, 10, {"risk": "cvar"}),  # the coherent bounds
+    ("hartmann-1-2-discrete", 25, 4, {"risk": "cvar", "cvar_formula": "released"}),
+    ("branin-1-1-continuous", 30, 10, {"risk": "cvar"}),
+])
+def test_pruning_leaves_the_max_over_s_and_its_gradient_bit_for_bit(name: str, n: int, K: int,
+                                                                     options: dict) -> None:
     """The acquisition prunes past x' that provably cannot hold the max over S; the max, its
     argmax and the gradient with respect to the candidates must be exactly those of the estimator
-    that computes every x' (torch.equal, not a tolerance), with and without autograd."""
+    that computes every x' (torch.equal, not a tolerance), with and without autograd. For CVaR
+    the pruning (the coherent bounds) must also leave fewer pairs than VaR's range bounds would."""
     p, model, _ = small_model(name, n, 3)
-    algorithm = RhoKGApx(p, seed_root=5)
+    algorithm = RhoKGApx(p, seed_root=5, **options)
     train_X = model.train_inputs[0]
     est, _, (xi, eps, xi_low) = algorithm._iteration_estimator(model, train_X, 1)
+    assert (est.attained is None) == (algorithm.risk == "var")
     xi = xi if K == algorithm.K else xi_low
     g = torch.Generator().manual_seed(n)
     pruned_share = []
@@ -197,7 +206,16 @@ def test_pruning_leaves_the_max_over_s_and_its_gradient_bit_for_bit(name: str, n
             assert torch.equal(full[done], part[done])
             assert bool((full[~done] < full.max(1, keepdim=True).values.expand_as(full)[~done]).all())
         pruned_share.append(float((~torch.isfinite(quiet1)).float().mean()))
-    assert max(pruned_share) > 0.3, pruned_share  # the pruning does prune
+        if est.attained is not None:  # the same pairs with the range bounds of VaR's pruning
+            attained, est.attained = est.attained, None
+            with torch.no_grad():
+                ranged = est.fantasy_estimates(candidates, xi, eps[:K], prune=True)
+            est.attained = attained
+            assert torch.equal(ranged.max(1).values, quiet1.max(1).values)
+            assert int(torch.isfinite(quiet1).sum()) <= int(torch.isfinite(ranged).sum())
+            pruned_share[-1] -= float((~torch.isfinite(ranged)).float().mean())
+    # the pruning does prune; for CVaR, the coherent bounds prune more than the range bounds
+    assert max(pruned_share) > (0.0 if options else 0.3), pruned_share
 
 
 def test_estimate_bounds_hold_by_brute_force() -> None:
@@ -227,6 +245,52 @@ def test_estimate_bounds_hold_by_brute_force() -> None:
         assert bool((lower <= exact + 1e-12).all() and (exact <= upper + 1e-12).all())
         if bool((v == v[..., :1]).all()):
             assert torch.allclose(lower, exact, atol=1e-12) and torch.allclose(upper, exact, atol=1e-12)
+
+
+@pytest.mark.parametrize("formula", ["exact", "released"])
+def test_coherent_bounds_hold_by_brute_force(formula: str) -> None:
+    """Every mean over samples of CVaR(a + v coef), each CVaR taken from its definition with numpy
+    (sorted values, each weighing its mass's share of [0, alpha]; BoRisk's released acquisition
+    formula: the mean of its k smallest), lies within the coherent bounds the CVaR pruning uses;
+    the upper bound is reached at coef = 0 and both when v is constant."""
+    from algorithms.rhokg import measures
+    from algorithms.rhokg_estimator import coherent_bounds
+
+    g = torch.Generator().manual_seed(1)
+    b, P, K, M, m, alpha = 3, 4, 5, 6, 11, 0.3
+    masses = torch.rand(m, generator=g, dtype=torch.float64)
+    masses /= masses.sum()
+    _, _, attained = measures("cvar", formula)
+
+    def brute(rows: np.ndarray) -> np.ndarray:
+        if formula == "released":
+            k = m - int(m * (1.0 - alpha))
+            return np.sort(rows, axis=-1)[:, :k].mean(-1)
+        order = np.argsort(rows, axis=-1, kind="stable")
+        share = np.diff(np.minimum(np.cumsum(masses.numpy()[order], axis=-1), alpha), axis=-1, prepend=0.0)
+        return (np.take_along_axis(rows, order, -1) * share).sum(-1) / alpha
+
+    def estimate(rows: Tensor) -> Tensor:  # ... x M x m -> ... (mean over the M samples)
+        return torch.from_numpy(brute(rows.reshape(-1, m).numpy()).reshape(rows.shape[:-1])).mean(-1)
+
+    a = torch.randn(P, K, M, m, generator=g, dtype=torch.float64)
+    weights = attained(a, masses, alpha)
+    centre, attained_centre = estimate(a), (weights * a).sum(-1).mean(-1)
+    torch.testing.assert_close(attained_centre, centre, rtol=0, atol=1e-12)  # attained: w . a = CVaR(a)
+    for v in (torch.randn(b, P, m, generator=g, dtype=torch.float64),  # mixed signs
+              torch.rand(b, P, m, generator=g, dtype=torch.float64),  # one sign
+              torch.full((b, P, m), 0.7, dtype=torch.float64)):  # constant: the CVaR shifts exactly
+        for coef in (3 * torch.randn(b, P, K, M, generator=g, dtype=torch.float64), torch.zeros(b, P, K, M)):
+            exact = estimate(a.unsqueeze(0) + v[:, :, None, None, :] * coef.unsqueeze(-1))
+            rho_v = torch.from_numpy(brute(v.reshape(-1, m).numpy())).reshape(b, P)
+            rho_minus_v = torch.from_numpy(brute(-v.reshape(-1, m).numpy())).reshape(b, P)
+            lower, upper = coherent_bounds(centre, weights, attained_centre, v, coef, rho_v, rho_minus_v)
+            assert bool((lower <= exact + 1e-12).all() and (exact <= upper + 1e-12).all())
+            if not coef.any():
+                torch.testing.assert_close(upper, exact, rtol=0, atol=1e-12)
+            if bool((v == v[..., :1]).all()):
+                torch.testing.assert_close(lower, exact, rtol=0, atol=1e-12)
+                torch.testing.assert_close(upper, exact, rtol=0, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------
