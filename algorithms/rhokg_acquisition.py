@@ -48,8 +48,7 @@ class RhoKGAcquisition(AcquisitionFunction):
         reuse = (self.call_count % self.tts_frequency != 0 and self.inner is not None
                  and self.inner.shape[0] >= b)
         if reuse and self.kept is not None:  # cached factors of the remembered x'
-            kept = {key: value[:b] for key, value in self.kept.items()}
-            values = est.remembered_estimates(candidates, self.xi, self.eps, self.index[:b], kept)
+            values = est.remembered_estimates(candidates, self.xi, self.eps, self.index[:b], self.kept)
         elif reuse:
             values = est.fantasy_estimates(candidates, self.xi, self.eps, inner=self.inner[:b])[:, 0]
         else:

@@ -472,7 +472,8 @@ class FastRhoKG:
             xi, eps: as in :meth:`fantasy_estimates`.
             index: ``b x K`` the remembered x' as positions in S: 0 is the candidate's x at the
                 time of the search (its factors in ``kept``), j >= 1 is ``past_x[j - 1]``.
-            kept: the ``keep`` dict filled by the full search.
+            kept: the ``keep`` dict filled by the full search (for a batch of at least b: a
+                smaller batch uses its first rows).
 
         Returns:
             ``b x K`` estimates (original scale); equal to :meth:`fantasy_estimates` with ``inner``
@@ -483,15 +484,8 @@ class FastRhoKG:
         _, V_c = post.project(c)
         var_c = post.cov(c, V_c, c, V_c)[..., 0, 0]
         scale = (var_c + post.noise).sqrt()  # b
-        K = xi.shape[0]
-        own = (index == 0)[..., None, None]  # b x K x 1 x 1
-        past = (index - 1).clamp_min(0)  # b x K
-        A = torch.where(own, kept["A"][:, None], self.A_past[past])  # b x K x m x d
-        V = torch.where(own, kept["V"][:, None], self.V_past[past])  # b x K x m x n
-        L = torch.where(own, kept["L"][:, None], self.L_past[past])  # b x K x m x m
-        k_range = torch.arange(K)
-        mean_base = torch.where(own, kept["mean_base"][:, k_range],
-                                self.mean_base_past[past, k_range])  # b x K x M x m
+        K, b = xi.shape[0], candidates.shape[0]
+        A, V, L, mean_base = self._remembered_factors(kept, index, b, K)
         cross = post.kernel.forward(A, c.unsqueeze(1)).squeeze(-1) - (V @ V_c.transpose(-1, -2)
                                                                       .unsqueeze(1)).squeeze(-1)
         v = cross / scale[:, None, None]  # b x K x m
@@ -503,3 +497,17 @@ class FastRhoKG:
         samples = mean_base + v.unsqueeze(-2) * coef.unsqueeze(-1)
         values = self.measure(samples, self.w.weights, self.alpha).mean(-1)  # b x K
         return values * post.y_std + post.y_mean
+
+    def _remembered_factors(self, kept: dict, index: Tensor, b: int, K: int) -> tuple[Tensor, ...]:
+        """The factors of each (candidate, fantasy)'s remembered x' for :meth:`remembered_estimates`:
+        A ``b x K x m x d``, V ``b x K x m x n``, L ``b x K x m x m`` and mean + L eps_k ``b x K x M x
+        m``, gathered from one table of the kept rows and the past x' each (built once per search
+        and kept in ``kept``: choosing between the two per element took as long as the solves)."""
+        if "tables" not in kept:
+            kept["tables"] = {key: torch.cat([kept[key], past]) for key, past in
+                              (("A", self.A_past), ("V", self.V_past), ("L", self.L_past),
+                               ("mean_base", self.mean_base_past[:, : kept["mean_base"].shape[1]]))}
+        tables = kept["tables"]
+        rows = torch.where(index == 0, torch.arange(b).unsqueeze(-1), kept["A"].shape[0] + index - 1)  # b x K
+        return (tables["A"][rows], tables["V"][rows], tables["L"][rows],
+                tables["mean_base"][rows, torch.arange(K)])
