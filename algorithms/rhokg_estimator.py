@@ -504,10 +504,14 @@ class FastRhoKG:
         m``, gathered from one table of the kept rows and the past x' each (built once per search
         and kept in ``kept``: choosing between the two per element took as long as the solves)."""
         if "tables" not in kept:
-            kept["tables"] = {key: torch.cat([kept[key], past]) for key, past in
-                              (("A", self.A_past), ("V", self.V_past), ("L", self.L_past),
-                               ("mean_base", self.mean_base_past[:, : kept["mean_base"].shape[1]]))}
+            # L as its transpose: LAPACK's factors are column-major, and a triangular solve
+            # rounds differently on a row-major copy, so the gathered factors keep that layout
+            K_kept = kept["mean_base"].shape[1]
+            kept["tables"] = {"A": torch.cat([kept["A"], self.A_past]),
+                              "V": torch.cat([kept["V"], self.V_past]),
+                              "L_T": torch.cat([kept["L"].mT, self.L_past.mT]),
+                              "mean_base": torch.cat([kept["mean_base"], self.mean_base_past[:, :K_kept]])}
         tables = kept["tables"]
         rows = torch.where(index == 0, torch.arange(b).unsqueeze(-1), kept["A"].shape[0] + index - 1)  # b x K
-        return (tables["A"][rows], tables["V"][rows], tables["L"][rows],
+        return (tables["A"][rows], tables["V"][rows], tables["L_T"][rows].mT,
                 tables["mean_base"][rows, torch.arange(K)])

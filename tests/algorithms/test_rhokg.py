@@ -157,29 +157,41 @@ def test_cached_two_time_scale_path_equals_refactoring_the_remembered_points() -
     torch.testing.assert_close(cached, fresh, rtol=0, atol=1e-9)
 
 
-def test_remembered_factors_are_the_kept_rows_and_the_past_rows() -> None:
+def test_remembered_factors_are_the_kept_rows_and_the_past_rows(monkeypatch) -> None:
     """The two-time-scale path gathers each (candidate, fantasy)'s factors from one table: they
-    must be exactly the kept candidate's where the index is 0 and past x' index - 1's elsewhere
-    (as the element-wise choice between the two that it replaced), also for a smaller batch."""
-    p, model, X = small_model("branin-1-1-discrete", 10, 3)
+    must be exactly the kept candidate's where the index is 0 and past x' index - 1's elsewhere,
+    in the same memory layout as the element-wise choice between the two that it replaced (a
+    triangular solve rounds differently on a row-major factor), so that the estimates are the same
+    bit for bit; also for a smaller batch."""
+    p, model, X = small_model("hartmann-1-2-discrete", 10, 3)
     w = WSet(p.z.points, p.z.masses)
     K, M, m = 4, 5, w.points.shape[0]
     eps_now, xi, eps = base_samples(K, M, m, 8)
     est = FastRhoKG(model, w, 0.1, X, eps_now, eps)
-    candidates = torch.rand(3, 2, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    g = torch.Generator().manual_seed(4)
+    candidates = torch.rand(3, 3, generator=g, dtype=torch.float64)
+    candidates[:, 1:] = p.z.points[torch.randint(p.z.size, (3,), generator=g)]
     kept: dict = {}
     est.fantasy_estimates(candidates, xi, eps, keep=kept)
     index = torch.tensor([[0, 1, 3, 0], [2, 0, 0, 5], [4, 4, 0, 1]])
+    moved = candidates + torch.tensor([0.01, 0.0, 0.0], dtype=torch.float64)
+
+    def chosen(self, kept: dict, index: Tensor, b: int, K: int) -> tuple[Tensor, ...]:  # the old code
+        own, past = (index == 0)[..., None, None], (index - 1).clamp_min(0)
+        k = torch.arange(K)
+        return (torch.where(own, kept["A"][:b, None], self.A_past[past]),
+                torch.where(own, kept["V"][:b, None], self.V_past[past]),
+                torch.where(own, kept["L"][:b, None], self.L_past[past]),
+                torch.where(own, kept["mean_base"][:b][:, k], self.mean_base_past[past, k]))
+
     for b in (3, 2):
         got = est._remembered_factors(kept, index[:b], b, K)
-        own, past = (index[:b] == 0)[..., None, None], (index[:b] - 1).clamp_min(0)
-        k = torch.arange(K)
-        expected = (torch.where(own, kept["A"][:b, None], est.A_past[past]),
-                    torch.where(own, kept["V"][:b, None], est.V_past[past]),
-                    torch.where(own, kept["L"][:b, None], est.L_past[past]),
-                    torch.where(own, kept["mean_base"][:b][:, k], est.mean_base_past[past, k]))
-        for a, e in zip(got, expected, strict=True):
-            assert torch.equal(a, e)
+        for a, e in zip(got, chosen(est, kept, index[:b], b, K), strict=True):
+            assert torch.equal(a, e) and a.stride() == e.stride()
+        gathered = est.remembered_estimates(moved[:b], xi, eps, index[:b], kept)
+        with monkeypatch.context() as patch:
+            patch.setattr(FastRhoKG, "_remembered_factors", chosen)
+            assert torch.equal(gathered, est.remembered_estimates(moved[:b], xi, eps, index[:b], kept))
 
 
 @pytest.mark.parametrize(("name", "n", "K", "options"), [
