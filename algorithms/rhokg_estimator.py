@@ -363,7 +363,8 @@ class FastRhoKG:
         estimates are ``-inf``. The pairs kept are computed with the same operations on the same
         numbers as without pruning (elementwise, then reductions along the same dimensions), so
         the max over S and its gradient are bit for bit the same; the test suite checks this.
-        Most past x' lie far from a candidate (max |v_j| near 0), which is what makes it pay.
+        Most past x' lie far from a candidate (max |v_j| near 0), which is what makes it pay. A
+        coherent measure (CVaR) has tighter bounds, :func:`coherent_bounds`, with ``attained``.
 
         Returns:
             ``b x (1 + P) x K`` estimates (original scale).
