@@ -136,18 +136,26 @@ def test_a_short_rhokg_run_on_branin_lowers_the_regret() -> None:
     assert min(r["regret"] for r in rows[1:]) < rows[0]["regret"]
 
 
+def searched_estimator(name: str):
+    """An estimator (K = 4, M = 5) after one full search over S at 3 random candidates (w on the
+    support), with what the search kept for the two-time-scale reuse: (X, est, xi, eps,
+    candidates, kept)."""
+    p, model, X = small_model(name, 10, 3)
+    w = WSet(p.z.points, p.z.masses)
+    eps_now, xi, eps = base_samples(4, 5, w.points.shape[0], 8)
+    est = FastRhoKG(model, w, 0.1, X, eps_now, eps)
+    g = torch.Generator().manual_seed(4)
+    candidates = torch.rand(3, p.d_x + p.d_z, generator=g, dtype=torch.float64)
+    candidates[:, p.d_x:] = p.z.points[torch.randint(p.z.size, (3,), generator=g)]
+    kept: dict = {}
+    est.fantasy_estimates(candidates, xi, eps, keep=kept)
+    return X, est, xi, eps, candidates, kept
+
+
 def test_cached_two_time_scale_path_equals_refactoring_the_remembered_points() -> None:
     """The cached factors of the remembered x' (the candidate's own x at search time, index 0, or
     a past x) give the same values as factoring those x' afresh."""
-    p, model, X = small_model("branin-1-1-discrete", 10, 3)
-    w = WSet(p.z.points, p.z.masses)
-    K, M, m = 4, 5, w.points.shape[0]
-    eps_now, xi, eps = base_samples(K, M, m, 8)
-    est = FastRhoKG(model, w, 0.1, X, eps_now, eps)
-    g = torch.Generator().manual_seed(4)
-    candidates = torch.rand(3, 2, generator=g, dtype=torch.float64)
-    kept: dict = {}
-    est.fantasy_estimates(candidates, xi, eps, keep=kept)
+    X, est, xi, eps, candidates, kept = searched_estimator("branin-1-1-discrete")
     index = torch.tensor([[0, 1, 3, 0], [2, 0, 0, 5], [4, 4, 0, 1]])  # own x and past x mixed
     S = torch.cat([candidates[:, None, :1], X.expand(3, -1, -1)], dim=1)
     inner = torch.gather(S, 1, index.unsqueeze(-1))
@@ -163,16 +171,8 @@ def test_remembered_factors_are_the_kept_rows_and_the_past_rows(monkeypatch) -> 
     in the same memory layout as the element-wise choice between the two that it replaced (a
     triangular solve rounds differently on a row-major factor), so that the estimates are the same
     bit for bit; also for a smaller batch."""
-    p, model, X = small_model("hartmann-1-2-discrete", 10, 3)
-    w = WSet(p.z.points, p.z.masses)
-    K, M, m = 4, 5, w.points.shape[0]
-    eps_now, xi, eps = base_samples(K, M, m, 8)
-    est = FastRhoKG(model, w, 0.1, X, eps_now, eps)
-    g = torch.Generator().manual_seed(4)
-    candidates = torch.rand(3, 3, generator=g, dtype=torch.float64)
-    candidates[:, 1:] = p.z.points[torch.randint(p.z.size, (3,), generator=g)]
-    kept: dict = {}
-    est.fantasy_estimates(candidates, xi, eps, keep=kept)
+    _, est, xi, eps, candidates, kept = searched_estimator("hartmann-1-2-discrete")
+    K = xi.shape[0]
     index = torch.tensor([[0, 1, 3, 0], [2, 0, 0, 5], [4, 4, 0, 1]])
     moved = candidates + torch.tensor([0.01, 0.0, 0.0], dtype=torch.float64)
 
