@@ -63,8 +63,8 @@ from problems.measures import DEFAULT_RISK, RISK_MEASURES, WORST_CASE, RiskMeasu
 from problems.seeding import derive_seed, generator
 
 __all__ = ["CELL_KINDS", "CHECKPOINT_EVERY_S", "CellResult", "CellSpec", "checkpoint_iteration",
-           "checkpoint_problem",
-           "default_float64", "info_json", "run_cell"]
+           "checkpoint_problem", "checkpoint_segments", "default_float64", "info_json", "run_cell",
+           "same_vendor"]
 
 def _target(problem, factory: object, risk: str = DEFAULT_RISK) -> str:
     """Which optimum a cell's regret is measured against (a risk measure's name): what the algorithm
@@ -209,6 +209,32 @@ def checkpoint_problem(data: bytes, spec: CellSpec) -> str | None:
         text = str(error).strip().splitlines()[0] if str(error).strip() else ""
         return f"{type(error).__name__}: {text}" if text else type(error).__name__
     return None
+
+
+def same_vendor(checkpoint: bytes | None, vendor: str) -> tuple[bytes | None, str | None]:
+    """The checkpoint to resume from on a CPU of ``vendor``, and why there is none if it was dropped.
+
+    A resume gives a whole run's bits only on the kind of CPU that made the checkpoint (MKL's code paths
+    differ by vendor, and L-BFGS-B carries a last-bit difference into another path), so a checkpoint
+    whose recorded parts (:func:`harness.cell.checkpoint_segments`) ran on another vendor is not resumed
+    here: the cell starts afresh. A checkpoint without a record (older code) is resumed as before.
+
+    Args:
+        checkpoint: the checkpoint's bytes, or None.
+        vendor: this host's CPU vendor (:func:`harness.kernels.cpu_vendor`; empty where unknown).
+
+    Returns:
+        The checkpoint or None, and None or the reason in a few words.
+    """
+    if checkpoint is None or not vendor:
+        return checkpoint, None
+    try:
+        made_on = {part.get("vendor") for part in checkpoint_segments(checkpoint)} - {None, ""}
+    except Exception:  # a checkpoint the cell cannot read reports itself when it resumes
+        return checkpoint, None
+    if made_on and made_on != {vendor}:
+        return None, f"its checkpoint was made on {', '.join(sorted(made_on))}, this CPU is {vendor}"
+    return checkpoint, None
 
 
 class _CellRun:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from algorithms import algorithm_factory
 from algorithms.cost import DEFAULT_ITERATION_S
@@ -153,13 +153,15 @@ def duration_text(seconds: float) -> str:
 @dataclass
 class Plan:
     """What a grid run will do: each cell's state on disk, the cells to run and their estimated
-    seconds, and the estimate as text."""
+    seconds (of what is left of those that resume), the estimate as text, the measured rates, and the
+    iterations each cell that resumes from a checkpoint has done."""
 
     states: dict[CellSpec, str]
     to_run: list[CellSpec]
     costs: list[float]
     estimate: str
     rates: dict
+    resumed: dict[CellSpec, int] = field(default_factory=dict)
 
 
 def plan_json(grid: Grid, cells: list[CellSpec], out: Location, plan: Plan) -> dict:
@@ -174,8 +176,9 @@ def plan_json(grid: Grid, cells: list[CellSpec], out: Location, plan: Plan) -> d
     Returns:
         A JSON-ready dict with ``grid``, ``out``, ``to_run``, ``estimate_cpu_s`` and ``cells``, one entry per
         cell (in the grid's order) with its ``label``, ``spec`` (:meth:`CellSpec.to_dict`), ``hash``,
-        ``path``, ``state`` ("to run", "done", "failed", "missing" when not chosen, "not available") and
-        ``estimate_s`` (null when it will not run).
+        ``path``, ``state`` ("to run", "done", "failed", "missing" when not chosen, "not available"),
+        ``estimate_s`` (null when it will not run) and ``resumes_after`` (the iterations its checkpoint
+        holds, null where it has none or will not run).
     """
     cost = dict(zip(plan.to_run, plan.costs, strict=True))
     return {"grid": grid.name, "out": str(out), "to_run": len(plan.to_run),
@@ -183,7 +186,8 @@ def plan_json(grid: Grid, cells: list[CellSpec], out: Location, plan: Plan) -> d
             "cells": [{"label": cell_label(spec), "spec": spec.to_dict(), "hash": spec_hash(spec),
                        "path": str(cell_path(out, spec)),
                        "state": "to run" if spec in cost else plan.states[spec],
-                       "estimate_s": round(cost[spec], 1) if spec in cost else None} for spec in cells]}
+                       "estimate_s": round(cost[spec], 1) if spec in cost else None,
+                       "resumes_after": plan.resumed.get(spec) if spec in cost else None} for spec in cells]}
 
 
 def print_dry_run(args: argparse.Namespace, cells: list[CellSpec], out: Location, plan: Plan) -> None:
@@ -202,6 +206,20 @@ def print_dry_run(args: argparse.Namespace, cells: list[CellSpec], out: Location
     for line in guess_lines(plan):
         print(line)
     print(f"to run: {len(plan.to_run)} cells, {plan.estimate} (estimate)")
+
+
+def resumed_line(resumed: dict[CellSpec, int]) -> str:
+    """The line on the cells that resume from checkpoints: how many, and that only their iterations
+    after the checkpoint are priced.
+
+    Args:
+        resumed: each such cell -> the iterations its checkpoint holds.
+
+    Returns:
+        The line.
+    """
+    return (f"resume: {len(resumed)} cell(s) from their checkpoints ({sum(resumed.values())} iterations "
+            "done in all), priced for the iterations after them only")
 
 
 def guess_lines(plan: Plan) -> list[str]:

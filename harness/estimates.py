@@ -142,16 +142,21 @@ def cell_iterations(spec: CellSpec) -> int:
     return 60
 
 
-def estimate_seconds(spec: CellSpec, measured: Mapping[tuple, float] | None = None) -> float:
-    """Estimated single-core seconds of a cell.
+def estimate_seconds(spec: CellSpec, measured: Mapping[tuple, float] | None = None, done: int = 0) -> float:
+    """Estimated single-core seconds of a cell, or of what is left of it.
 
     A BO cell costs a fixed part and its iterations at the rate ``measured`` gives (:func:`measured_rate`),
     else at the rate its algorithm declares (:func:`declared_rate`); a timing cell is
-    :func:`harness.complexity.estimate_timing_seconds`.
+    :func:`harness.complexity.estimate_timing_seconds`. A cell resumed from a checkpoint runs only the
+    iterations after its ``done`` ones, priced at the same rate (iterations are taken as equal work, as
+    :class:`harness.progress.Eta` takes them: where an iteration grows with the data, the last ones cost
+    more, and the estimate of a late checkpoint's rest leans low); the fixed part stays (the resume
+    rebuilds the problem and the model).
 
     Args:
         spec: the cell.
         measured: seconds an iteration of finished cells (:func:`measured_rate`), or None.
+        done: iterations a checkpoint already holds (0: the cell starts afresh).
 
     Returns:
         The seconds.
@@ -159,4 +164,5 @@ def estimate_seconds(spec: CellSpec, measured: Mapping[tuple, float] | None = No
     if spec.kind == "timing":
         return estimate_timing_seconds(spec)
     rate = measured_rate(spec, measured) if measured else None
-    return _FIXED_S + (declared_rate(spec) if rate is None else rate) * cell_iterations(spec)
+    left = max(0, cell_iterations(spec) - done)
+    return _FIXED_S + (declared_rate(spec) if rate is None else rate) * left

@@ -35,11 +35,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import harness.interrupts as interrupts
+import harness.kernels as kernels
 import harness.spill as spill
 from harness.catalog import algorithm_lines
-from harness.cell import CHECKPOINT_EVERY_S, CellSpec, run_cell
+from harness.cell import (
+    CHECKPOINT_EVERY_S,
+    CellSpec,
+    checkpoint_iteration,
+    checkpoint_problem,
+    run_cell,
+    same_vendor,
+)
 from harness.cli import EXIT_DISK_FULL, EXIT_USAGE, UsageError, check_writable, kernels_line, out_location
-from harness.dry_run import Plan, duration_text, plan_json, print_dry_run, print_unavailable
+from harness.dry_run import Plan, duration_text, plan_json, print_dry_run, print_unavailable, resumed_line
 from harness.estimates import estimate_seconds
 from harness.grid import named_grids
 from harness.grid_args import build_parser, grid_and_cells
@@ -62,6 +70,7 @@ from harness.results import (
 )
 from harness.store import (
     DiskFullError,
+    checkpoint_files,
     clear_checkpoint,
     clear_finished_checkpoints,
     clear_progress,
@@ -104,6 +113,32 @@ def measured_rates(out: Path) -> dict[tuple, float]:
         totals.setdefault((spec["problem"], spec["algorithm"], options), []).append(
             max(0.0, meta["wall_time_s"] - 1.0) / iterations)
     return {key: sum(v) / len(v) for key, v in totals.items()}
+
+
+def resumed_iterations(out: Location, cells: list[CellSpec], vendor: str) -> dict[CellSpec, int]:
+    """The iterations done by each of ``cells`` whose checkpoint in ``out`` a run here resumes.
+
+    A checkpoint that the cell's task would drop on a CPU of ``vendor`` (made on another vendor:
+    :func:`harness.cell.same_vendor`) or could not read counts as none: the cell starts afresh.
+
+    Args:
+        out: the results folder.
+        cells: the cells to run.
+        vendor: the CPU vendor of the hosts that will run them; empty where unknown (a cluster's
+            nodes), and then every readable checkpoint counts.
+
+    Returns:
+        Each cell that resumes -> the last iteration its checkpoint holds.
+    """
+    done: dict[CellSpec, int] = {}
+    for spec, path in checkpoint_files(out, cells).items():
+        try:
+            data = path.read_bytes()
+            if checkpoint_problem(data, spec) is None and same_vendor(data, vendor)[0] is not None:
+                done[spec] = checkpoint_iteration(data)
+        except Exception:  # unreadable here: the run reports it when it resumes, the estimate prices it whole
+            continue
+    return done
 
 
 def classify(cells: list[CellSpec], out: Path) -> dict[CellSpec, str]:
@@ -309,7 +344,9 @@ def _plan(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], out: Loca
     else:
         to_run = [c for c in cells if states[c] == "missing"]
     rates = measured_rates(out)
-    costs = [estimate_seconds(c, rates) for c in to_run]
+    vendor = "" if args.address else kernels.cpu_vendor()  # a cluster's nodes are not known here
+    resumed = {} if args.force else resumed_iterations(out, to_run, vendor)
+    costs = [estimate_seconds(c, rates, resumed.get(c, 0)) for c in to_run]
     counts = Counter(states.values())
     unavailable = [c for c in cells if states[c] == "not available"]
     print(f"grid {grid.name} -> {out}: {len(cells)} cells: {counts['done']} done, {len(to_run)} to run, "
@@ -318,6 +355,8 @@ def _plan(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], out: Loca
         print_unavailable(unavailable)
     for path, reason in invalid_files(out):  # never read as results; a cell of the grid is rerun
         print(f"ignored {path}: {reason}")
+    if resumed:
+        print(resumed_line(resumed))
     estimate = f"about {duration_text(sum(costs))} of CPU time"
     if not args.address:  # a cluster's size is known only once joined
         cpus = args.num_cpus or os.cpu_count() or 1
@@ -325,7 +364,7 @@ def _plan(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], out: Loca
     if counts["failed"] and not args.retry_failed and not args.force and not args.dry_run:
         print(f"{counts['failed']} failed cells are skipped (--retry-failed reruns them; "
               f"python -m harness.status {out} shows why)")
-    return Plan(states, to_run, costs, estimate, rates)
+    return Plan(states, to_run, costs, estimate, rates, resumed)
 
 
 def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: list[CellSpec],

@@ -56,7 +56,7 @@ import harness.interrupts as interrupts
 import harness.kernels as kernels
 import harness.local_ray as local_ray
 import harness.spill as spill
-from harness.cell import CellResult, CellSpec, checkpoint_iteration, checkpoint_segments, run_cell
+from harness.cell import CellResult, CellSpec, checkpoint_iteration, run_cell, same_vendor
 from harness.estimates import cell_iterations
 from harness.grid_cells import cell_label
 from harness.keeper_driver import Keeper
@@ -122,7 +122,7 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], checkpoint
             result = cell_fn(spec)
         else:
             host = kernels.host_record() | {"vendor": kernels.cpu_vendor()}
-            checkpoint, restarted = _same_vendor(checkpoint, host["vendor"])
+            checkpoint, restarted = same_vendor(checkpoint, host["vendor"])
             if checkpoint is not None:
                 resumed_at = checkpoint_iteration(checkpoint)
 
@@ -142,32 +142,6 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], checkpoint
     return {"ok": True, "result": result, "seconds": time.perf_counter() - start,
             "resumed_at": resumed_at, "restarted": restarted, "host": socket.gethostname(),
             "pid": os.getpid(), "host_record": kernels.host_record()}
-
-
-def _same_vendor(checkpoint: bytes | None, vendor: str) -> tuple[bytes | None, str | None]:
-    """The checkpoint to resume from on a CPU of ``vendor``, and why there is none if it was dropped.
-
-    A resume gives a whole run's bits only on the kind of CPU that made the checkpoint (MKL's code paths
-    differ by vendor, and L-BFGS-B carries a last-bit difference into another path), so a checkpoint
-    whose recorded parts (:func:`harness.cell.checkpoint_segments`) ran on another vendor is not resumed
-    here: the cell starts afresh. A checkpoint without a record (older code) is resumed as before.
-
-    Args:
-        checkpoint: the checkpoint's bytes, or None.
-        vendor: this host's CPU vendor (:func:`harness.kernels.cpu_vendor`; empty where unknown).
-
-    Returns:
-        The checkpoint or None, and None or the reason in a few words.
-    """
-    if checkpoint is None or not vendor:
-        return checkpoint, None
-    try:
-        made_on = {part.get("vendor") for part in checkpoint_segments(checkpoint)} - {None, ""}
-    except Exception:  # a checkpoint the cell cannot read reports itself when it resumes
-        return checkpoint, None
-    if made_on and made_on != {vendor}:
-        return None, f"its checkpoint was made on {', '.join(sorted(made_on))}, this CPU is {vendor}"
-    return checkpoint, None
 
 
 #: Times the driver resubmits a cell whose worker process or node died (a spot node reclaimed, the

@@ -28,8 +28,8 @@ from harness.dry_run import duration_text
 from harness.estimates import estimate_seconds
 from harness.grid import named_grids, resolve_grid
 from harness.grid_cells import GridError, cell_label
-from harness.grid_cli import classify, measured_rates
-from harness.kernels import host_summary
+from harness.grid_cli import classify, measured_rates, resumed_iterations
+from harness.kernels import cpu_vendor, host_summary
 from harness.procs import process_alive
 from harness.results import (
     DamagedFileError,
@@ -164,7 +164,8 @@ def remaining_line(out: Path, states: dict[CellSpec, str], grid: str) -> str:
     """What the missing cells will cost, as ``harness.run --dry-run`` estimates it.
 
     The estimate takes the seconds per iteration measured on ``out``'s finished cells where there are some,
-    else the cost model's.
+    else the cost model's; a cell with a checkpoint that a run on this host resumes is priced for the
+    iterations after it (:func:`harness.grid_cli.resumed_iterations`).
 
     Args:
         out: the results folder.
@@ -176,7 +177,8 @@ def remaining_line(out: Path, states: dict[CellSpec, str], grid: str) -> str:
     """
     missing = [spec for spec, state in states.items() if state == "missing"]
     rates = measured_rates(out)
-    seconds = sum(estimate_seconds(spec, rates) for spec in missing)
+    resumed = resumed_iterations(out, missing, cpu_vendor())
+    seconds = sum(estimate_seconds(spec, rates, resumed.get(spec, 0)) for spec in missing)
     basis = "the finished cells' measured rates where there are some" if rates else "the cost model"
     # a grid run from a file records the file's grid name, which --grid does not resolve: name the file
     named = grid in named_grids() or Path(grid).is_file()

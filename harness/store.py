@@ -348,6 +348,24 @@ def clear_checkpoint(out: Location | str, spec: CellSpec) -> None:
                 folder.rmdir()  # only succeeds when empty
 
 
+def checkpoint_files(out: Location | str, cells: list[CellSpec]) -> dict[CellSpec, Location]:
+    """The checkpoints ``out`` holds for ``cells``, from one listing of ``out/_checkpoints`` (a request,
+    not one per cell, on an object store).
+
+    Args:
+        out: the results folder.
+        cells: the cells asked about.
+
+    Returns:
+        Each of ``cells`` that has a checkpoint -> its path.
+    """
+    folder = location(out) / CHECKPOINT_DIR
+    if not cells or not folder.is_dir():
+        return {}
+    wanted = {str(checkpoint_path(out, spec)): spec for spec in cells}
+    return {wanted[str(path)]: path for path in folder.rglob("*.ckpt") if str(path) in wanted}
+
+
 def clear_finished_checkpoints(out: Location | str, finished: list[CellSpec]) -> int:
     """Remove the checkpoints of cells already written: stale bookkeeping of a run that wrote a cell
     but could not then remove its checkpoint (the folder read-only for a moment; the removal is not
@@ -362,11 +380,7 @@ def clear_finished_checkpoints(out: Location | str, finished: list[CellSpec]) ->
     Returns:
         The number of checkpoints removed.
     """
-    folder = location(out) / CHECKPOINT_DIR
-    if not finished or not folder.is_dir():
-        return 0
-    stale = {str(checkpoint_path(out, spec)): spec for spec in finished}
-    found = [stale[str(path)] for path in folder.rglob("*.ckpt") if str(path) in stale]
+    found = checkpoint_files(out, finished)
     for spec in found:
         clear_checkpoint(out, spec)
     return len(found)

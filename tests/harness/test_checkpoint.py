@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from algorithms import ALGORITHMS
-from harness.cell import CellSpec, _unpack, run_cell
+from harness.cell import CellSpec, _unpack, run_cell, same_vendor
 from harness.grid import smoke_options
 
 TIMINGS = {"t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"}
@@ -207,16 +207,14 @@ def test_the_hosts_of_a_resumed_cells_parts_are_kept_in_its_checkpoints_and_meta
 def test_a_checkpoint_made_on_another_vendor_is_not_resumed() -> None:
     """The grid's task resumes a checkpoint only on the vendor that made its parts; one without a
     record (older code) resumes as before."""
-    from harness.ray_runner import _same_vendor
-
     spec = CellSpec.make("branin-1-1-discrete", "random", seed=0, iterations=3)
     saved: list[bytes] = []
     run_cell(spec, on_checkpoint=lambda data, t: saved.append(data), checkpoint_every_s=0.0,
              host={"vendor": "AuthenticAMD", "cpu": "AMD EPYC"})
-    assert _same_vendor(saved[0], "AuthenticAMD") == (saved[0], None)
-    assert _same_vendor(saved[0], "GenuineIntel") == (
+    assert same_vendor(saved[0], "AuthenticAMD") == (saved[0], None)
+    assert same_vendor(saved[0], "GenuineIntel") == (
         None, "its checkpoint was made on AuthenticAMD, this CPU is GenuineIntel")
     unrecorded: list[bytes] = []
     run_cell(spec, on_checkpoint=lambda data, t: unrecorded.append(data), checkpoint_every_s=0.0)
-    assert _same_vendor(unrecorded[0], "GenuineIntel") == (unrecorded[0], None)
-    assert _same_vendor(None, "GenuineIntel") == (None, None)
+    assert same_vendor(unrecorded[0], "GenuineIntel") == (unrecorded[0], None)
+    assert same_vendor(None, "GenuineIntel") == (None, None)

@@ -156,3 +156,43 @@ def test_status_names_the_cells_resumed_from_a_checkpoint(tmp_path, capsys: pyte
     write_cell(tmp_path / "fresh", specs[0], run_cell(specs[0]))
     assert main([str(tmp_path / "fresh")]) == 0
     assert "resumed" not in capsys.readouterr().out
+
+
+def test_the_dry_run_and_status_price_a_resumed_cell_for_its_iterations_left(
+        tmp_path, capsys: pytest.CaptureFixture) -> None:
+    """Of four cells of 6 iterations, one is finished in 31 s (1 + 6 x 5: 5 s an iteration), one has a
+    checkpoint after iteration 4 made on this host's vendor, one a checkpoint after iteration 4 made on
+    another vendor (its task drops it: the cell starts afresh), one none. The dry run prices them at
+    1 + 2 x 5 = 11 s, 1 + 6 x 5 = 31 s and 31 s, and says that one cell resumes; status agrees."""
+    import json
+
+    from harness.cell import run_cell
+    from harness.grid_cli import main
+    from harness.kernels import cpu_vendor
+    from harness.status import main as status
+    from harness.store import write_cell, write_checkpoint, write_manifest
+
+    specs = [CellSpec.make("branin-1-1-discrete", "random", seed=s, iterations=6) for s in range(4)]
+    grid = tmp_path / "g.toml"
+    grid.write_text('seeds = 4\niterations = 6\n[[cells]]\nproblems = ["branin-1-1-discrete"]\n'
+                    'algorithms = ["random"]\n')
+    out = tmp_path / "out"
+    finished = run_cell(specs[0])
+    finished.metadata["wall_time_s"] = 31.0
+    write_cell(out, specs[0], finished)
+    here, other = cpu_vendor() or "GenuineIntel", "SomeOtherVendor"
+    for spec, vendor in ((specs[1], here), (specs[2], other)):
+        saved: dict[int, bytes] = {}
+        run_cell(spec, on_checkpoint=lambda data, t, saved=saved: saved.__setitem__(t, data),
+                 checkpoint_every_s=0.0, host={"vendor": vendor})
+        write_checkpoint(out, spec, saved[4])
+    assert main(["--grid", str(grid), "--out", str(out), "--dry-run", "--json"]) == 0
+    captured = capsys.readouterr()
+    cells = {c["spec"]["seed"]: c for c in json.loads(captured.out)["cells"]}
+    assert "resume: 1 cell(s) from their checkpoints (4 iterations done in all)" in captured.err
+    assert [cells[s]["resumes_after"] for s in range(4)] == [None, 4, None, None]
+    assert [cells[s]["estimate_s"] for s in (1, 2, 3)] == pytest.approx([11.0, 31.0, 31.0])
+    write_manifest(out, "g", specs)  # what a run of the grid leaves, and status reads
+    assert status([str(out)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("remaining:"))
+    assert line.startswith("remaining: 3 cells, about 73 s of CPU time")
