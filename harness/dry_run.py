@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from algorithms import algorithm_factory
 from algorithms.cost import DEFAULT_ITERATION_S
 from harness.cell import CellSpec
+from harness.estimates import calibration
 from harness.grid_cells import (
     BELOW_MIN_MASS,
     Grid,
@@ -203,7 +204,7 @@ def print_dry_run(args: argparse.Namespace, cells: list[CellSpec], out: Location
         print(f"cost: the measured seconds per iteration of the finished cells in {out} for "
               f"{len(plan.rates)} (problem, algorithm, options) group(s) (scaled by the algorithm's "
               "declared cost model for other options of a pair), the declared model for the rest")
-    for line in guess_lines(plan):
+    for line in [*calibration_lines(plan), *guess_lines(plan)]:
         print(line)
     print(f"to run: {len(plan.to_run)} cells, {plan.estimate} (estimate)")
 
@@ -220,6 +221,37 @@ def resumed_line(resumed: dict[CellSpec, int]) -> str:
     """
     return (f"resume: {len(resumed)} cell(s) from their checkpoints ({sum(resumed.values())} iterations "
             "done in all), priced for the iterations after them only")
+
+
+def calibration_lines(plan: Plan) -> list[str]:
+    """One line per algorithm among the cells to run that is priced on problems without a finished
+    cell by the factor measured on its other problems (:func:`harness.estimates.calibration`): the
+    factor, where it came from, and on how many problems it is applied, so that a reader can judge
+    a factor that belongs to one problem.
+
+    Args:
+        plan: the run's plan (its cells to run and the measured rates).
+
+    Returns:
+        The lines, empty where no estimate is scaled that way.
+    """
+    factors: dict[str, list[float]] = {}
+    sources: dict[str, tuple[str, ...]] = {}
+    problems: dict[str, set[str]] = {}
+    for spec in plan.to_run:
+        found = calibration(spec, plan.rates) if spec.kind == "bo" and plan.rates else None
+        if found is not None:  # the factor depends a little on the cell (its risk measure, its T)
+            factors.setdefault(spec.algorithm, []).append(found[0])
+            sources[spec.algorithm] = found[1]
+            problems.setdefault(spec.algorithm, set()).add(spec.problem)
+    lines = []
+    for name in sorted(factors):
+        low, high = min(factors[name]), max(factors[name])
+        factor = f"{low:.2f}" if high - low < 0.005 else f"{low:.2f}-{high:.2f}"
+        lines.append(f"scaled: {name} on {len(problems[name])} problem(s) with no finished cell of it is "
+                     f"priced at {factor} times its declared rate, the factor its finished cells measured "
+                     f"on {', '.join(sources[name])}; the declared model's error can differ by problem")
+    return lines
 
 
 def guess_lines(plan: Plan) -> list[str]:

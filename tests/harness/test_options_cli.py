@@ -206,3 +206,25 @@ def test_an_algorithm_measured_on_other_problems_is_priced_by_its_measured_facto
     assert estimate_seconds(cell, measured) == pytest.approx(1.0 + 4.0 * declared_rate(cell) * 60)
     alone = {(cell.problem, "random", ()): 100.0}
     assert estimate_seconds(cell, alone) == pytest.approx(1.0 + declared_rate(cell) * 60)
+
+
+def test_the_measured_factor_is_taken_at_the_finished_cells_own_size_and_the_dry_run_names_it() -> None:
+    """A factor measured on Branin's default cells (3 times the declared rate there) is 3 for a cell of
+    10 iterations on Hartmann (2,1), not 3 x Branin's declared rate at 60 over that at 10 (the model
+    grows with the data); the dry run's line gives the factor, its source and the problems it prices."""
+    from harness.dry_run import Plan, calibration_lines
+    from harness.estimates import calibration
+
+    on_branin = CellSpec.make("branin-1-1-discrete", "botorch-risk", 0)
+    short = CellSpec.make("hartmann-2-1-discrete", "botorch-risk", 0, iterations=10)
+    measured = {(on_branin.problem, "botorch-risk", ()): 3.0 * declared_rate(on_branin)}
+    assert declared_rate(CellSpec.make(on_branin.problem, "botorch-risk", 0, iterations=10)) != pytest.approx(
+        declared_rate(on_branin))  # else the test could not tell the two sizes apart
+    assert calibration(short, measured) == (pytest.approx(3.0), ("branin-1-1-discrete",))
+    assert estimate_seconds(short, measured) == pytest.approx(1.0 + 3.0 * declared_rate(short) * 10)
+    assert calibration(on_branin, measured) is None  # its own problem is measured: no factor
+    plan = Plan({}, [short, on_branin], [0.0, 0.0], "", measured)
+    assert calibration_lines(plan) == [
+        "scaled: botorch-risk on 1 problem(s) with no finished cell of it is priced at 3.00 times its "
+        "declared rate, the factor its finished cells measured on branin-1-1-discrete; the declared "
+        "model's error can differ by problem"]
