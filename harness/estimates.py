@@ -105,9 +105,9 @@ def calibration(spec: CellSpec, measured: Mapping[tuple, float]) -> tuple[float,
     iteration over the finished cells of its algorithm on other problems. The declared model is often
     off by a factor that depends more on the machine and the load than on the problem (one
     algorithm's cells of a published grid ran at 2.7-4.0 times their declared rate), so a grid that
-    has run an algorithm on one problem prices it better on the next; but not always (rho-KG^apx's
-    cells on Hartmann-6 (1,5), |W| = 243, ran at 7 times its declared rate on an Intel Xeon, its
-    full-effort cells on Yacht, |W| = 15, at 0.6 times), which is why the dry run names the factor
+    has run an algorithm on one problem prices it better on the next; but not always (one
+    algorithm's cells on a problem with |W| = 243 ran at 7 times its declared rate on an Intel Xeon,
+    its cells on one with |W| = 15 at 0.6 times), which is why the dry run names the factor
     and where it came from (:func:`harness.dry_run.calibration_lines`).
 
     Args:
@@ -122,9 +122,9 @@ def calibration(spec: CellSpec, measured: Mapping[tuple, float]) -> tuple[float,
         return None
     # the finished cells' declared rate at their problem's own iterations and design, not ``spec``'s
     # (the rates do not keep a cell's T; a grid's cells of a problem usually run its own): taken at
-    # the T and design of the cell asked about, the one-shot rho-KG's factor measured on Hartmann-6
-    # (1,5) at T = 100 came out 0.83-1.07 for the suite's other CVaR cells instead of its 0.92. Nor do
-    # the rates keep the risk measure, which is ``spec``'s here (the same factor is 0.43 for a VaR cell)
+    # the T and design of the cell asked about, a factor of 0.92 measured at T = 100 came out
+    # 0.83-1.07 for other problems' cells of the same risk measure. Nor do the rates keep the risk
+    # measure, which is ``spec``'s here (the same factor came out 0.43 for a VaR cell)
     found = [(key[0], math.log(rate / declared_rate(replace(_spec_of(spec, key), iterations=None,
                                                             n_init=None))))
              for key, rate in measured.items() if key[1] == spec.algorithm and rate > 0]
