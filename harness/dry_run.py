@@ -154,8 +154,9 @@ def duration_text(seconds: float) -> str:
 @dataclass
 class Plan:
     """What a grid run will do: each cell's state on disk, the cells to run and their estimated
-    seconds (of what is left of those that resume), the estimate as text, the measured rates, and the
-    iterations each cell that resumes from a checkpoint has done."""
+    seconds (of what is left of those that resume), the estimate as text, the measured rates, the
+    iterations each cell that resumes from a checkpoint has done, and the cells' whole estimated
+    seconds (as if none resumed: what the runner's ETA starts from; ``costs`` where none resumes)."""
 
     states: dict[CellSpec, str]
     to_run: list[CellSpec]
@@ -163,6 +164,7 @@ class Plan:
     estimate: str
     rates: dict
     resumed: dict[CellSpec, int] = field(default_factory=dict)
+    whole_costs: list[float] = field(default_factory=list)
 
 
 def plan_json(grid: Grid, cells: list[CellSpec], out: Location, plan: Plan) -> dict:

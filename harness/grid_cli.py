@@ -288,7 +288,7 @@ def _run_and_stop(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], o
             # (a run with nothing to run would otherwise never remove it)
             with contextlib.suppress(Exception):  # advisory, as its writes are
                 clear_progress(out)
-            code = _run(args, grid, cells, plan.to_run, plan.costs, out, plan.estimate)
+            code = _run(args, grid, cells, plan.to_run, plan.whole_costs, out, plan.estimate)
     except UsageError as error:
         print(f"harness.run: error: {error}", file=sys.stderr)
         code = EXIT_USAGE
@@ -364,7 +364,10 @@ def _plan(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], out: Loca
     if counts["failed"] and not args.retry_failed and not args.force and not args.dry_run:
         print(f"{counts['failed']} failed cells are skipped (--retry-failed reruns them; "
               f"python -m harness.status {out} shows why)")
-    return Plan(states, to_run, costs, estimate, rates, resumed)
+    # the runner's ETA takes whole cells' costs and discounts a resumed cell's by the share its checkpoint
+    # holds when it submits it (harness.progress.Eta.resumes), as for a cell requeued mid-run
+    whole = [estimate_seconds(c, rates) for c in to_run] if resumed else costs
+    return Plan(states, to_run, costs, estimate, rates, resumed, whole)
 
 
 def _run(args: argparse.Namespace, grid: Grid, cells: list[CellSpec], to_run: list[CellSpec],

@@ -163,11 +163,13 @@ def test_the_dry_run_and_status_price_a_resumed_cell_for_its_iterations_left(
     """Of four cells of 6 iterations, one is finished in 31 s (1 + 6 x 5: 5 s an iteration), one has a
     checkpoint after iteration 4 made on this host's vendor, one a checkpoint after iteration 4 made on
     another vendor (its task drops it: the cell starts afresh), one none. The dry run prices them at
-    1 + 2 x 5 = 11 s, 1 + 6 x 5 = 31 s and 31 s, and says that one cell resumes; status agrees."""
+    1 + 2 x 5 = 11 s, 1 + 6 x 5 = 31 s and 31 s, and says that one cell resumes; status agrees; the
+    runner is handed the whole cells' costs (its ETA discounts a resumed cell when it submits it)."""
     import json
 
     from harness.cell import run_cell
-    from harness.grid_cli import main
+    from harness.grid_args import build_parser, grid_and_cells
+    from harness.grid_cli import _plan, main
     from harness.kernels import cpu_vendor
     from harness.status import main as status
     from harness.store import write_cell, write_checkpoint, write_manifest
@@ -192,6 +194,11 @@ def test_the_dry_run_and_status_price_a_resumed_cell_for_its_iterations_left(
     assert "resume: 1 cell(s) from their checkpoints (4 iterations done in all)" in captured.err
     assert [cells[s]["resumes_after"] for s in range(4)] == [None, 4, None, None]
     assert [cells[s]["estimate_s"] for s in (1, 2, 3)] == pytest.approx([11.0, 31.0, 31.0])
+    # the runner's ETA starts from whole cells (it discounts a resumed one itself when it submits it)
+    args = build_parser().parse_args(["--grid", str(grid), "--out", str(out)])
+    plan = _plan(args, *grid_and_cells(args), out)
+    assert dict(zip(plan.to_run, plan.whole_costs, strict=True))[specs[1]] == pytest.approx(31.0)
+    capsys.readouterr()
     write_manifest(out, "g", specs)  # what a run of the grid leaves, and status reads
     assert status([str(out)]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("remaining:"))
