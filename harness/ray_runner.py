@@ -144,6 +144,26 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], checkpoint
             "pid": os.getpid(), "host_record": kernels.host_record()}
 
 
+def resumed_iteration(checkpoint: bytes | None, vendor: str) -> int | None:
+    """The iteration a task on a CPU of ``vendor`` resumes ``checkpoint`` after, for the progress line
+    and the ETA: None where there is none, where the task would drop it (:func:`harness.cell.same_vendor`:
+    the cell runs from iteration 0) or where it cannot be read (the cell reports that itself).
+
+    Args:
+        checkpoint: the checkpoint's bytes, or None.
+        vendor: the CPU vendor of the hosts that run the task; empty where unknown.
+
+    Returns:
+        The checkpoint's last finished iteration, or None.
+    """
+    if checkpoint is None or same_vendor(checkpoint, vendor)[0] is None:
+        return None
+    try:
+        return checkpoint_iteration(checkpoint)
+    except Exception:  # a checkpoint the cell cannot use it reports itself
+        return None
+
+
 #: Times the driver resubmits a cell whose worker process or node died (a spot node reclaimed, the
 #: OOM killer), from its latest checkpoint. An exception inside a cell is not retried: the task
 #: catches it and returns it as a failure.
@@ -208,6 +228,9 @@ class _GridRun:
         self.keeper = Keeper(cells, out, self.finished) if checkpoints else None
         self.total_iterations = {spec: cell_iterations(spec) for spec in cells if spec.kind == "bo"}
         self.iteration_of: dict[CellSpec, int] = {}  # running cells' last finished iteration
+        # the vendor of the CPUs that run the cells where they are this host's (a local Ray); a cluster's
+        # nodes are not known here, and their tasks say when they drop a checkpoint
+        self.vendor = kernels.cpu_vendor() if local_ray.has_local_ray() else ""
         self.progress_written: tuple[float, object] = (0.0, None)  # when, and what
         self.in_flight: dict[ray.ObjectRef, CellSpec] = {}
         self.eta = Eta({cells[i]: costs[i] for i in range(len(cells))})
@@ -259,10 +282,10 @@ class _GridRun:
         """One task for ``spec``, with the latest checkpoint the keeper holds (the driver may block
         on Ray; a task must not)."""
         checkpoint = self.keeper.load(spec) if self.keeper is not None else None
-        if checkpoint is not None and spec in self.total_iterations:
-            with contextlib.suppress(Exception):  # a checkpoint the cell cannot use it reports itself
-                self.iteration_of[spec] = checkpoint_iteration(checkpoint)
-                self.eta.resumes(spec, self.iteration_of[spec] / max(1, self.total_iterations[spec]))
+        resumes_after = resumed_iteration(checkpoint, self.vendor) if spec in self.total_iterations else None
+        if resumes_after is not None:
+            self.iteration_of[spec] = resumes_after
+            self.eta.resumes(spec, resumes_after / max(1, self.total_iterations[spec]))
         actor = self.keeper.actor if self.keeper is not None else None
         self.in_flight[_remote_cell.remote(spec, self.cell_fn, checkpoint, actor)] = spec
 

@@ -206,7 +206,8 @@ def test_the_hosts_of_a_resumed_cells_parts_are_kept_in_its_checkpoints_and_meta
 
 def test_a_checkpoint_made_on_another_vendor_is_not_resumed() -> None:
     """The grid's task resumes a checkpoint only on the vendor that made its parts; one without a
-    record (older code) resumes as before."""
+    record (older code) resumes as before; the driver's progress line and ETA count a checkpoint's
+    iterations only where its task resumes it."""
     spec = CellSpec.make("branin-1-1-discrete", "random", seed=0, iterations=3)
     saved: list[bytes] = []
     run_cell(spec, on_checkpoint=lambda data, t: saved.append(data), checkpoint_every_s=0.0,
@@ -218,3 +219,11 @@ def test_a_checkpoint_made_on_another_vendor_is_not_resumed() -> None:
     run_cell(spec, on_checkpoint=lambda data, t: unrecorded.append(data), checkpoint_every_s=0.0)
     assert same_vendor(unrecorded[0], "GenuineIntel") == (unrecorded[0], None)
     assert same_vendor(None, "GenuineIntel") == (None, None)
+    # the driver's progress line and ETA count the checkpoint's iterations only where the task resumes it
+    from harness.ray_runner import resumed_iteration
+
+    assert resumed_iteration(saved[1], "AuthenticAMD") == 1  # saved after iterations 0, 1, 2
+    assert resumed_iteration(saved[1], "GenuineIntel") is None
+    assert resumed_iteration(saved[1], "") == 1  # a cluster's vendor is not known: as before
+    assert resumed_iteration(b"not a checkpoint", "GenuineIntel") is None
+    assert resumed_iteration(None, "GenuineIntel") is None
