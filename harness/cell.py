@@ -63,8 +63,8 @@ from problems.measures import DEFAULT_RISK, RISK_MEASURES, WORST_CASE, RiskMeasu
 from problems.seeding import derive_seed, generator
 
 __all__ = ["CELL_KINDS", "CHECKPOINT_EVERY_S", "CellResult", "CellSpec", "checkpoint_iteration",
-           "checkpoint_problem", "checkpoint_segments", "default_float64", "info_json", "run_cell",
-           "same_vendor"]
+           "checkpoint_problem", "checkpoint_segments", "default_float64", "info_json", "resumed_iteration",
+           "run_cell", "same_vendor"]
 
 def _target(problem, factory: object, risk: str = DEFAULT_RISK) -> str:
     """Which optimum a cell's regret is measured against (a risk measure's name): what the algorithm
@@ -235,6 +235,28 @@ def same_vendor(checkpoint: bytes | None, vendor: str) -> tuple[bytes | None, st
     if made_on and made_on != {vendor}:
         return None, f"its checkpoint was made on {', '.join(sorted(made_on))}, this CPU is {vendor}"
     return checkpoint, None
+
+
+def resumed_iteration(checkpoint: bytes | None, vendor: str, spec: CellSpec) -> int | None:
+    """The iteration after which a task of ``spec`` on a CPU of ``vendor`` resumes ``checkpoint``, for
+    estimates and progress: None where there is none, where it is not one to resume ``spec`` from
+    (:func:`checkpoint_problem`: the cell reports that itself) or where the task would drop it
+    (:func:`same_vendor`: the cell runs from iteration 0).
+
+    Args:
+        checkpoint: the checkpoint's bytes, or None.
+        vendor: the CPU vendor of the hosts that run the task; empty where unknown (every readable
+            checkpoint then counts).
+        spec: the cell.
+
+    Returns:
+        The checkpoint's last finished iteration, or None.
+    """
+    if checkpoint is None or checkpoint_problem(checkpoint, spec) is not None:
+        return None
+    if same_vendor(checkpoint, vendor)[0] is None:
+        return None
+    return checkpoint_iteration(checkpoint)
 
 
 class _CellRun:

@@ -38,14 +38,7 @@ import harness.interrupts as interrupts
 import harness.kernels as kernels
 import harness.spill as spill
 from harness.catalog import algorithm_lines
-from harness.cell import (
-    CHECKPOINT_EVERY_S,
-    CellSpec,
-    checkpoint_iteration,
-    checkpoint_problem,
-    run_cell,
-    same_vendor,
-)
+from harness.cell import CHECKPOINT_EVERY_S, CellSpec, resumed_iteration, run_cell
 from harness.cli import EXIT_DISK_FULL, EXIT_USAGE, UsageError, check_writable, kernels_line, out_location
 from harness.dry_run import Plan, duration_text, plan_json, print_dry_run, print_unavailable, resumed_line
 from harness.estimates import estimate_seconds
@@ -118,8 +111,8 @@ def measured_rates(out: Path) -> dict[tuple, float]:
 def resumed_iterations(out: Location, cells: list[CellSpec], vendor: str) -> dict[CellSpec, int]:
     """The iterations done by each of ``cells`` whose checkpoint in ``out`` a run here resumes.
 
-    A checkpoint that the cell's task would drop on a CPU of ``vendor`` (made on another vendor:
-    :func:`harness.cell.same_vendor`) or could not read counts as none: the cell starts afresh.
+    A checkpoint that the cell's task would drop on a CPU of ``vendor`` or could not use
+    (:func:`harness.cell.resumed_iteration`) counts as none: the cell starts afresh.
 
     Args:
         out: the results folder.
@@ -133,11 +126,11 @@ def resumed_iterations(out: Location, cells: list[CellSpec], vendor: str) -> dic
     done: dict[CellSpec, int] = {}
     for spec, path in checkpoint_files(out, cells).items():
         try:
-            data = path.read_bytes()
-            if checkpoint_problem(data, spec) is None and same_vendor(data, vendor)[0] is not None:
-                done[spec] = checkpoint_iteration(data)
-        except Exception:  # unreadable here: the run reports it when it resumes, the estimate prices it whole
+            iteration = resumed_iteration(path.read_bytes(), vendor, spec)
+        except OSError:  # unreadable here: the run reports it when it resumes, the estimate prices it whole
             continue
+        if iteration is not None:
+            done[spec] = iteration
     return done
 
 

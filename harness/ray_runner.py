@@ -56,7 +56,7 @@ import harness.interrupts as interrupts
 import harness.kernels as kernels
 import harness.local_ray as local_ray
 import harness.spill as spill
-from harness.cell import CellResult, CellSpec, checkpoint_iteration, run_cell, same_vendor
+from harness.cell import CellResult, CellSpec, checkpoint_iteration, resumed_iteration, run_cell, same_vendor
 from harness.estimates import cell_iterations
 from harness.grid_cells import cell_label
 from harness.keeper_driver import Keeper
@@ -142,26 +142,6 @@ def _execute_cell(spec: CellSpec, cell_fn: Callable[..., CellResult], checkpoint
     return {"ok": True, "result": result, "seconds": time.perf_counter() - start,
             "resumed_at": resumed_at, "restarted": restarted, "host": socket.gethostname(),
             "pid": os.getpid(), "host_record": kernels.host_record()}
-
-
-def resumed_iteration(checkpoint: bytes | None, vendor: str) -> int | None:
-    """The iteration a task on a CPU of ``vendor`` resumes ``checkpoint`` after, for the progress line
-    and the ETA: None where there is none, where the task would drop it (:func:`harness.cell.same_vendor`:
-    the cell runs from iteration 0) or where it cannot be read (the cell reports that itself).
-
-    Args:
-        checkpoint: the checkpoint's bytes, or None.
-        vendor: the CPU vendor of the hosts that run the task; empty where unknown.
-
-    Returns:
-        The checkpoint's last finished iteration, or None.
-    """
-    if checkpoint is None or same_vendor(checkpoint, vendor)[0] is None:
-        return None
-    try:
-        return checkpoint_iteration(checkpoint)
-    except Exception:  # a checkpoint the cell cannot use it reports itself
-        return None
 
 
 #: Times the driver resubmits a cell whose worker process or node died (a spot node reclaimed, the
@@ -282,7 +262,8 @@ class _GridRun:
         """One task for ``spec``, with the latest checkpoint the keeper holds (the driver may block
         on Ray; a task must not)."""
         checkpoint = self.keeper.load(spec) if self.keeper is not None else None
-        resumes_after = resumed_iteration(checkpoint, self.vendor) if spec in self.total_iterations else None
+        bo = spec in self.total_iterations
+        resumes_after = resumed_iteration(checkpoint, self.vendor, spec) if bo else None
         if resumes_after is not None:
             self.iteration_of[spec] = resumes_after
             self.eta.resumes(spec, resumes_after / max(1, self.total_iterations[spec]))

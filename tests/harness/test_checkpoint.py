@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from algorithms import ALGORITHMS
-from harness.cell import CellSpec, _unpack, run_cell, same_vendor
+from harness.cell import CellSpec, _unpack, resumed_iteration, run_cell, same_vendor
 from harness.grid import smoke_options
 
 TIMINGS = {"t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"}
@@ -220,10 +220,8 @@ def test_a_checkpoint_made_on_another_vendor_is_not_resumed() -> None:
     assert same_vendor(unrecorded[0], "GenuineIntel") == (unrecorded[0], None)
     assert same_vendor(None, "GenuineIntel") == (None, None)
     # the driver's progress line and ETA count the checkpoint's iterations only where the task resumes it
-    from harness.ray_runner import resumed_iteration
-
-    assert resumed_iteration(saved[1], "AuthenticAMD") == 1  # saved after iterations 0, 1, 2
-    assert resumed_iteration(saved[1], "GenuineIntel") is None
-    assert resumed_iteration(saved[1], "") == 1  # a cluster's vendor is not known: as before
-    assert resumed_iteration(b"not a checkpoint", "GenuineIntel") is None
-    assert resumed_iteration(None, "GenuineIntel") is None
+    assert resumed_iteration(saved[1], "AuthenticAMD", spec) == 1  # saved after iterations 0, 1, 2
+    assert resumed_iteration(saved[1], "GenuineIntel", spec) is None
+    assert resumed_iteration(saved[1], "", spec) == 1  # a cluster's vendor is not known: as before
+    assert resumed_iteration(b"not a checkpoint", "GenuineIntel", spec) is None
+    assert resumed_iteration(None, "GenuineIntel", spec) is None
