@@ -64,7 +64,7 @@ from problems.seeding import derive_seed, generator
 
 __all__ = ["CELL_KINDS", "CHECKPOINT_EVERY_S", "CellResult", "CellSpec", "checkpoint_iteration",
            "checkpoint_problem", "checkpoint_segments", "default_float64", "info_json", "resumed_iteration",
-           "run_cell", "same_vendor"]
+           "resumed_rows", "run_cell", "same_vendor"]
 
 def _target(problem, factory: object, risk: str = DEFAULT_RISK) -> str:
     """Which optimum a cell's regret is measured against (a risk measure's name): what the algorithm
@@ -143,6 +143,32 @@ def run_cell(spec: CellSpec, checkpoint: bytes | None = None,
         return run_timing_cell(spec)
     with default_float64(), torch_threads(threads):
         return _run_cell(spec, checkpoint, on_checkpoint, checkpoint_every_s, host)
+
+
+def resumed_rows(spec: CellSpec, checkpoint: bytes, steps: int = 1) -> list[dict]:
+    """The rows of the ``steps`` iterations after ``checkpoint``, without running the cell to its end.
+
+    For timing an iteration at a run's own mid-run state (``benchmarks/resume_iteration.py``): the rows are
+    those the whole run gives for these iterations (:func:`run_cell`'s loop, same bits), with their
+    ``t_*_s`` timings; nothing is written and no checkpoint is handed out.
+
+    Args:
+        spec: the cell.
+        checkpoint: bytes from an earlier ``on_checkpoint`` of the same spec.
+        steps: how many iterations to run after the checkpoint's (at most those left).
+
+    Returns:
+        One row per iteration run, in order; empty where the checkpoint is at the cell's last iteration.
+
+    Raises:
+        ValueError: a checkpoint of another cell, or ``steps`` < 1.
+    """
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
+    with default_float64(), torch_threads(1):
+        cell = _CellRun(spec)
+        first = cell.resume(checkpoint)
+        return [cell.step(t) for t in range(first, min(first + steps, cell.iterations + 1))]
 
 
 def _pack(state: dict) -> bytes:

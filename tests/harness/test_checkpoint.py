@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from algorithms import ALGORITHMS
-from harness.cell import CellSpec, _unpack, resumed_iteration, run_cell, same_vendor
+from harness.cell import CellSpec, _unpack, resumed_iteration, resumed_rows, run_cell, same_vendor
 from harness.grid import smoke_options
 
 TIMINGS = {"t_fit_s", "t_acq_s", "t_rec_s", "t_eval_s"}
@@ -160,6 +160,36 @@ def test_a_checkpoint_of_another_cell_is_refused() -> None:
     other = CellSpec.make("branin-1-1-discrete", "random", seed=1, iterations=2)
     with pytest.raises(ValueError, match="another cell"):
         run_cell(other, checkpoint=saved[0])
+
+
+def test_the_rows_after_a_checkpoint_alone_are_the_whole_runs() -> None:
+    """``resumed_rows`` (what the resume benchmark times) gives the uninterrupted run's rows for the
+    iterations after a checkpoint, as many as asked and no more than are left, at one thread whatever
+    the caller's; a checkpoint of another cell and no step are refused."""
+    spec = CellSpec.make("branin-1-1-discrete", "vucb-prob", seed=1, iterations=4)
+    saved: list[tuple[bytes, int]] = []
+    whole = run_cell(spec, on_checkpoint=lambda data, t: saved.append((data, t)), checkpoint_every_s=0.0)
+    data, t = saved[1]  # after iteration 1
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        two = resumed_rows(spec, data, steps=2)
+        assert torch.get_num_threads() == 2  # restored
+    finally:
+        torch.set_num_threads(before)
+
+    def cut(rows: list[dict]) -> list[dict]:  # the whole run's rows without the constant columns it adds
+        return [{k: r[k] for k in two[0] if k not in TIMINGS} for r in rows]
+
+    assert [r["iteration"] for r in two] == [t + 1, t + 2]
+    assert strip(two) == cut(whole.rows[t + 1:t + 3])
+    assert all(r["t_acq_s"] > 0 for r in two)
+    rest = resumed_rows(spec, saved[-1][0], steps=5)
+    assert [r["iteration"] for r in rest] == [4] and strip(rest) == cut(whole.rows[4:])
+    with pytest.raises(ValueError, match="another cell"):
+        resumed_rows(CellSpec.make("branin-1-1-discrete", "vucb-prob", seed=2, iterations=4), data)
+    with pytest.raises(ValueError, match="at least 1"):
+        resumed_rows(spec, data, steps=0)
 
 
 def test_a_cells_rows_do_not_depend_on_the_callers_thread_count() -> None:
