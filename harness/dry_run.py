@@ -204,8 +204,9 @@ def print_dry_run(args: argparse.Namespace, cells: list[CellSpec], out: Location
     print_groups(cells, shown, cost)
     if plan.rates:
         print(f"cost: the measured seconds per iteration of the finished cells in {out} for "
-              f"{len(plan.rates)} (problem, algorithm, options) group(s) (scaled by the algorithm's "
-              "declared cost model for other options of a pair), the declared model for the rest")
+              f"{len(plan.rates)} (problem, algorithm, options, risk) group(s) (scaled by the algorithm's "
+              "declared cost model for a pair's other options or risk measures), the declared model for the "
+              "rest")
     for line in [*calibration_lines(plan), *guess_lines(plan)]:
         print(line)
     print(f"to run: {len(plan.to_run)} cells, {plan.estimate} (estimate)")

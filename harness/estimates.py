@@ -17,6 +17,7 @@ from algorithms.cost import DEFAULT_ITERATION_S, ProblemSize, iteration_seconds
 from harness.complexity import estimate_timing_seconds
 from harness.spec import CellSpec
 from problems import PROBLEMS, build_problem
+from problems.measures import DEFAULT_RISK
 from problems.plugins import is_import_path
 
 #: Seconds of a cell besides its iterations (building the problem and the model, the initial design).
@@ -75,28 +76,40 @@ def declared_rate(spec: CellSpec) -> float:
 def measured_rate(spec: CellSpec, measured: Mapping[tuple, float]) -> float | None:
     """Seconds an iteration of ``spec`` from the rates of finished cells.
 
-    The rate of cells with the same options is taken, else one with other options scaled by the declared model
-    (:func:`declared_rate`), else the declared rate scaled by how far the algorithm's finished cells on other
-    problems were from theirs (:func:`calibration`).
+    The rate of cells with the same options and risk measure is taken, else one with other options or
+    another risk measure scaled by the declared model (:func:`declared_rate`), else the declared rate scaled
+    by how far the algorithm's finished cells on other problems were from theirs (:func:`calibration`).
 
     Args:
         spec: the cell.
-        measured: seconds an iteration of finished cells by (problem, algorithm, options), as
-            :mod:`harness.grid_cli` reads them; a key (problem, algorithm) stands for the default options.
+        measured: seconds an iteration of finished cells by (problem, algorithm, options, risk), as
+            :mod:`harness.grid_cli` reads them; a key (problem, algorithm, options) stands for the default
+            risk measure, and (problem, algorithm) for the default options too.
 
     Returns:
         The seconds, or None where nothing measured applies.
     """
-    same = measured.get((spec.problem, spec.algorithm, spec.options))
-    if same is None and not spec.options:
-        same = measured.get((spec.problem, spec.algorithm))
+    rates = {full_key(key): rate for key, rate in measured.items()}
+    same = rates.get((spec.problem, spec.algorithm, spec.options, spec.risk))
     if same is not None:
         return same
-    for key, rate in measured.items():
+    for key, rate in rates.items():
         if key[:2] == (spec.problem, spec.algorithm):
             return rate * declared_rate(spec) / declared_rate(_spec_of(spec, key))
     found = calibration(spec, measured)
     return None if found is None else found[0] * declared_rate(spec)
+
+
+def full_key(key: tuple) -> tuple:
+    """A key of the measured rates as (problem, algorithm, options, risk), left-out parts at their defaults.
+
+    Args:
+        key: (problem, algorithm), (problem, algorithm, options) or (problem, algorithm, options, risk).
+
+    Returns:
+        The four-part key.
+    """
+    return (*key[:2], key[2] if len(key) > 2 else (), key[3] if len(key) > 3 else DEFAULT_RISK)
 
 
 def calibration(spec: CellSpec, measured: Mapping[tuple, float]) -> tuple[float, tuple[str, ...]] | None:
@@ -123,8 +136,8 @@ def calibration(spec: CellSpec, measured: Mapping[tuple, float]) -> tuple[float,
     # the finished cells' declared rate at their problem's own iterations and design, not ``spec``'s
     # (the rates do not keep a cell's T; a grid's cells of a problem usually run its own): taken at
     # the T and design of the cell asked about, a factor of 0.92 measured at T = 100 came out
-    # 0.83-1.07 for other problems' cells of the same risk measure. Nor do the rates keep the risk
-    # measure, which is ``spec``'s here (the same factor came out 0.43 for a VaR cell)
+    # 0.83-1.07 for other problems' cells of the same risk measure. Their risk measure is the key's, not
+    # ``spec``'s: taken at ``spec``'s, a factor of 0.92 measured on CVaR cells came out 0.43 for a VaR cell
     found = [(key[0], math.log(rate / declared_rate(replace(_spec_of(spec, key), iterations=None,
                                                             n_init=None))))
              for key, rate in measured.items() if key[1] == spec.algorithm and rate > 0]
@@ -134,9 +147,9 @@ def calibration(spec: CellSpec, measured: Mapping[tuple, float]) -> tuple[float,
 
 
 def _spec_of(spec: CellSpec, key: tuple) -> CellSpec:
-    """``spec`` on the problem and options of a key of the measured rates ((problem, algorithm) or
-    (problem, algorithm, options); the short key stands for the default options)."""
-    return replace(spec, problem=key[0], options=key[2] if len(key) > 2 else ())
+    """``spec`` on the problem, options and risk measure of a key of the measured rates (:func:`full_key`)."""
+    problem, _, options, risk = full_key(key)
+    return replace(spec, problem=problem, options=options, risk=risk)
 
 
 def _problem_iterations(name: str) -> int:

@@ -71,6 +71,7 @@ from harness.store import (
     remove_stale_temporaries,
     write_manifest,
 )
+from problems.measures import DEFAULT_RISK
 
 if TYPE_CHECKING:  # Ray is imported only to run cells
     from harness.ray_runner import Outcome
@@ -81,7 +82,7 @@ EXIT_TERMINATED = interrupts.EXIT_SIGTERM  # SIGTERM
 
 
 def measured_rates(out: Path) -> dict[tuple, float]:
-    """Seconds per iteration by (problem, algorithm, options), from the finished cells in ``out``.
+    """Seconds per iteration by (problem, algorithm, options, risk), from the finished cells in ``out``.
 
     A cell's rate is its wall time less a second, over its iterations; unreadable files and timing cells are
     skipped.
@@ -90,8 +91,9 @@ def measured_rates(out: Path) -> dict[tuple, float]:
         out: the results folder.
 
     Returns:
-        (problem, algorithm, options) -> the mean rate of its cells, options as a cell spec holds them (sorted
-        (name, value) pairs).
+        (problem, algorithm, options, risk) -> the mean rate of its cells, options as a cell spec holds them
+        (sorted (name, value) pairs), risk the cell's measure (:data:`problems.measures.DEFAULT_RISK` for a
+        file older than the measures).
     """
     totals: dict[tuple, list[float]] = {}
     for path in result_files(out):
@@ -103,7 +105,8 @@ def measured_rates(out: Path) -> dict[tuple, float]:
             continue
         spec, iterations = meta["spec"], max(1, meta.get("iterations") or 1)
         options = tuple((name, tuple(v) if isinstance(v, list) else v) for name, v in spec.get("options", []))
-        totals.setdefault((spec["problem"], spec["algorithm"], options), []).append(
+        key = (spec["problem"], spec["algorithm"], options, spec.get("risk", DEFAULT_RISK))
+        totals.setdefault(key, []).append(
             max(0.0, meta["wall_time_s"] - 1.0) / iterations)
     return {key: sum(v) / len(v) for key, v in totals.items()}
 

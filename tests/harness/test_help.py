@@ -290,4 +290,4 @@ def test_dry_run_costs_come_from_the_measured_rates_where_there_are_some(
     expected = sum(estimate_seconds(c, rates) for c in cells) / 60
     assert float(row[header.index("CPU min")]) == pytest.approx(expected, abs=0.05)
     assert expected > 1  # 10 s an iteration: far above the declared rate
-    assert "measured seconds per iteration" in out and "1 (problem, algorithm, options) group(s)" in out
+    assert "measured seconds per iteration" in out and "1 (problem, algorithm, options, risk) group(s)" in out

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cell import CellSpec
+from harness.cell import CellSpec, run_cell
 from harness.estimates import declared_rate, estimate_seconds
 from harness.grid import resolve_grid, smoke_options
 from harness.results import spec_hash
@@ -206,6 +206,35 @@ def test_an_algorithm_measured_on_other_problems_is_priced_by_its_measured_facto
     assert estimate_seconds(cell, measured) == pytest.approx(1.0 + 4.0 * declared_rate(cell) * 60)
     alone = {(cell.problem, "random", ()): 100.0}
     assert estimate_seconds(cell, alone) == pytest.approx(1.0 + declared_rate(cell) * 60)
+
+
+def test_the_measured_rates_keep_the_risk_measure(tmp_path: Path) -> None:
+    """A rate measured on CVaR cells prices a CVaR cell as it is, a VaR cell of the same pair scaled by the
+    declared model (whose VaR search costs 2.2 times CVaR's here), and gives the same factor for another
+    problem's VaR cell as for its CVaR cell (taken at the measured cells' own measure, not the priced
+    cell's, which made a factor of 0.92 come out 0.43). The rates read from a folder keep each cell's
+    measure; a key without one stands for the default."""
+    from harness.estimates import calibration, measured_rate
+    from harness.grid_cli import measured_rates
+    from harness.store import write_cell
+
+    cvar = CellSpec.make("branin-1-1-discrete", "botorch-risk", 0, risk="cvar")
+    var = CellSpec.make("branin-1-1-discrete", "botorch-risk", 0)
+    assert declared_rate(var) > 1.5 * declared_rate(cvar)  # else the test could not tell them apart
+    measured = {(cvar.problem, cvar.algorithm, (), "cvar"): 3.0 * declared_rate(cvar)}
+    assert measured_rate(cvar, measured) == pytest.approx(3.0 * declared_rate(cvar))
+    assert measured_rate(var, measured) == pytest.approx(3.0 * declared_rate(var))
+    for risk in ("var", "cvar"):
+        other = CellSpec.make("hartmann-2-1-discrete", "botorch-risk", 0, risk=risk)
+        assert calibration(other, measured) == (pytest.approx(3.0), ("branin-1-1-discrete",))
+    assert measured_rate(var, {(var.problem, var.algorithm, ()): 5.0}) == 5.0  # the default measure
+    cells = [CellSpec.make("branin-1-1-discrete", "random", 0, iterations=2, risk=r) for r in ("var", "cvar")]
+    for spec, wall in zip(cells, (5.0, 9.0), strict=True):
+        result = run_cell(spec)
+        result.metadata["wall_time_s"] = wall
+        write_cell(tmp_path, spec, result)
+    assert measured_rates(tmp_path) == {("branin-1-1-discrete", "random", (), "var"): pytest.approx(2.0),
+                                        ("branin-1-1-discrete", "random", (), "cvar"): pytest.approx(4.0)}
 
 
 def test_the_measured_factor_is_taken_at_the_finished_cells_own_size_and_the_dry_run_names_it() -> None:
