@@ -14,6 +14,9 @@ Three modes, one per phase of a command's life:
 * :class:`deferred` while something must not be cut half-way (``ray.init``, Ray's shutdown): a
   signal is recorded and acted on afterwards.
 
+A command that was interrupted ends by :func:`exit_now` once all is closed, not ``sys.exit``: CPython
+would otherwise end it by SIGINT where a KeyboardInterrupt passed through an extension's code.
+
 Stdlib only: imported before the slow imports.
 """
 
@@ -24,6 +27,7 @@ import os
 import signal
 import sys
 import threading
+from typing import NoReturn
 
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
@@ -91,6 +95,26 @@ def exit_at_once(signum: int, frame: object = None) -> None:
     with contextlib.suppress(Exception):
         report()
     os._exit(exit_code(signum))
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with ``code`` now (``os._exit``), its stdout and stderr flushed: how a command exits
+    after an interruption, once everything it opened is closed.
+
+    ``sys.exit`` would not do: once a KeyboardInterrupt has been raised inside code that an extension runs
+    through ``PyRun_*`` (an import can), CPython 3.11 ends the process by SIGINT at its exit, whatever
+    code ``sys.exit`` gave and although the KeyboardInterrupt was caught (its flag for "the process ends by
+    an unhandled KeyboardInterrupt" is not reset): a Ctrl-C during the imports came out as death by
+    SIGINT instead of exit 130 (``tests/harness/test_interrupts.py`` raises it through
+    ``ctypes.pythonapi.PyRun_SimpleString``).
+
+    Args:
+        code: the exit code.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def _raise(signum: int, frame: object) -> None:

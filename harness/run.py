@@ -339,11 +339,13 @@ def cli() -> None:
     except KeyboardInterrupt as error:  # the grid handles its own; this is the single cell, or parsing
         interrupts.set_handlers(interrupts.exit_at_once)
         interrupts.report()
-        sys.exit(interrupts.exit_code(error))
+        interrupts.exit_now(interrupts.exit_code(error))  # not sys.exit: see exit_now
     except BrokenPipeError:  # the reader left (``--list | head``): stop quietly, as SIGPIPE would
         quiet_stdout()
         sys.exit(EXIT_CLOSED_PIPE)
     interrupts.set_handlers(interrupts.exit_at_once)  # all is closed: a signal now ends it at once
+    if code in (interrupts.EXIT_SIGINT, interrupts.EXIT_SIGTERM):  # an interrupted grid, its Ray stopped
+        interrupts.exit_now(code)
     sys.exit(code)
 
 
