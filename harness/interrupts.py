@@ -110,6 +110,9 @@ def exit_now(code: int) -> NoReturn:
 
     Args:
         code: the exit code.
+
+    Returns:
+        Never; the process ends with ``code``, its atexit handlers not run (all is closed by then).
     """
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
