@@ -20,7 +20,6 @@ The cells are short (reduced search effort where the smoke grid uses one): a few
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere: the packages of this checkout
     sys.path.insert(0, str(ROOT))
 
-from harness.kernels import NATIVE_VARIABLE, PINNED, cpu_model, older_host_environment  # noqa: E402
+from harness.kernels import NATIVE_VARIABLE, cpu_model, older_host_environment, unpinned_environment  # noqa: E402
 from harness.schema import TIMINGS  # noqa: E402
 
 #: name -> (problem, algorithm, iterations, smoke grid's reduced options or not)
@@ -48,8 +47,7 @@ def environments() -> dict[str, dict[str, str]]:
     """The four environments, each a whole process environment. ``harness.run`` pins itself unless
     told not to: the unpinned two run with the opt-out, the pinned two as the command runs by default
     (no pin in the environment they are given)."""
-    drop = {*PINNED, "NPY_DISABLE_CPU_FEATURES", "MKL_ENABLE_INSTRUCTIONS", NATIVE_VARIABLE}
-    here = {k: v for k, v in os.environ.items() if k not in drop}
+    here = unpinned_environment()
     native = {NATIVE_VARIABLE: "1"}
     return {"native": here | native, "older": older_host_environment(here) | native,
             "pinned": here, "older+pinned": older_host_environment(here)}

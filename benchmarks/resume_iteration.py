@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -37,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere: the packages of this checkout
     sys.path.insert(0, str(ROOT))
 
-from harness.kernels import NATIVE_VARIABLE, PINNED, cpu_model, pin_process  # noqa: E402
+from harness.kernels import NATIVE_VARIABLE, cpu_model, pin_process, unpinned_environment  # noqa: E402
 
 MODES = ("alone", "beside", "native")
 COMPARED = ("x", "z", "y", "x_rec", "regret")
@@ -83,9 +82,7 @@ def child(path: Path, steps: int, profile: bool) -> None:
 
 def environment(native: bool) -> dict[str, str]:
     """This process's environment without the pin's variables; with the opt-out where ``native``."""
-    drop = {*PINNED, "NPY_DISABLE_CPU_FEATURES", "MKL_ENABLE_INSTRUCTIONS", NATIVE_VARIABLE}
-    env = {k: v for k, v in os.environ.items() if k not in drop}
-    return env | ({NATIVE_VARIABLE: "1"} if native else {})
+    return unpinned_environment() | ({NATIVE_VARIABLE: "1"} if native else {})
 
 
 def launch(path: Path, steps: int, native: bool, profile: bool) -> subprocess.Popen:

@@ -94,7 +94,7 @@ def exit_at_once(signum: int, frame: object = None) -> None:
         sys.stdout.flush()
     with contextlib.suppress(Exception):
         report()
-    os._exit(exit_code(signum))
+    exit_now(exit_code(signum))
 
 
 def exit_now(code: int) -> NoReturn:

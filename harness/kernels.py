@@ -179,6 +179,20 @@ def can_pin() -> bool:
     return isa_level() in ("x86-64-v3", "x86-64-v4")
 
 
+def unpinned_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` without the pin or the opt-out: a command started with it pins itself (:func:`pin_process`).
+
+    Args:
+        base: an environment (default: this process's).
+
+    Returns:
+        A new dict, ``base``'s variables without :data:`PINNED`'s, ``NPY_DISABLE_CPU_FEATURES``,
+        ``MKL_ENABLE_INSTRUCTIONS`` and :data:`NATIVE_VARIABLE`.
+    """
+    drop = {*PINNED, "NPY_DISABLE_CPU_FEATURES", "MKL_ENABLE_INSTRUCTIONS", NATIVE_VARIABLE}
+    return {k: v for k, v in (os.environ if base is None else base).items() if k not in drop}
+
+
 def older_host_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """``base`` with every library restricted as on an x86-64 CPU with AVX2 and no AVX-512.
 

@@ -273,8 +273,5 @@ def stop_ray(code: int = 0, lost: bool = False) -> int:
         interrupts.report()
         code = interrupts.exit_code(held.received[0])
     if lost:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(code)
+        interrupts.exit_now(code)
     return code

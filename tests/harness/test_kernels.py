@@ -3,7 +3,6 @@ hosts (this one as it is, and this one restricted as a CPU without AVX-512) give
 V-UCB cell, whose GP algebra (MKL), kernels (torch) and sorting (numpy) all take part."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from harness.kernels import (
     host_summary,
     older_host_environment,
     pinned_environment,
+    unpinned_environment,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +37,8 @@ def test_the_environments_set_what_they_say() -> None:
     wide = {t for t in __cpu_dispatch__ if t == "X86_V4" or t.startswith("AVX512")}
     assert set(pinned.get("NPY_DISABLE_CPU_FEATURES", "").split()) == wide
     assert cpu_model()
+    marked = older | pinned | {NATIVE_VARIABLE: "1", "NPY_DISABLE_CPU_FEATURES": "AVX512F"}
+    assert unpinned_environment(marked) == {"PATH": "/usr/bin"}  # every pin, restriction and opt-out gone
 
 
 def rows(env: dict[str, str], out: Path) -> list[dict]:
@@ -49,8 +51,7 @@ def rows(env: dict[str, str], out: Path) -> list[dict]:
 
 def unpinned() -> dict[str, str]:
     """This process's environment without a pin or the opt-out."""
-    drop = {*PINNED, "NPY_DISABLE_CPU_FEATURES", "MKL_ENABLE_INSTRUCTIONS", NATIVE_VARIABLE}
-    return {k: v for k, v in os.environ.items() if k not in drop}
+    return unpinned_environment()
 
 
 def test_the_command_pins_itself_so_two_emulated_hosts_agree(tmp_path: Path) -> None:

@@ -19,7 +19,6 @@ require it, since on a host without AVX-512 the two environments are the same ho
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.grid import smoke_options
-from harness.kernels import NATIVE_VARIABLE, PINNED, isa_level, older_host_environment
+from harness.kernels import isa_level, older_host_environment, unpinned_environment
 from harness.results import cell_files
 from tests.conftest import NO_PORTFOLIO_DATA, portfolio_data_here
 
@@ -77,8 +76,7 @@ def grid_file(folder: Path) -> Path:
 
 def host_a() -> dict[str, str]:
     """This process's environment without any pin or opt-out: the commands must pin themselves."""
-    drop = {*PINNED, "NPY_DISABLE_CPU_FEATURES", "MKL_ENABLE_INSTRUCTIONS", NATIVE_VARIABLE}
-    return {k: v for k, v in os.environ.items() if k not in drop}
+    return unpinned_environment()
 
 
 def host_b() -> dict[str, str]:
